@@ -1,0 +1,56 @@
+# crsp_ops: the two commands a new user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Stage commands (`crsp-ops ...` in dvc.yaml) run from the venv without activating it.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# No telemetry from anything the project runs.
+export MLFLOW_DISABLE_TELEMETRY := true
+export DO_NOT_TRACK := true
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+TORCH_VERSION ?= 2.13.0
+
+.PHONY: setup demo test test-all lint menuconfig defconfig sync bench ui clean-outputs help
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+setup: $(VENV)/.installed  ## create .venv and install crsp_ops (CPU torch first)
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# The CPU build first: a bare `torch` requirement would pull a multi-GB CUDA build.
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: setup  ## the main job on the embedded defaults: the whole DVC pipeline, offline
+	dvc repro
+
+test: setup  ## the test suite (fast; no network, no GPU)
+	$(PY) -m pytest
+
+test-all: setup  ## the test suite including slow tests
+	$(PY) -m pytest -m "not gpu"
+
+lint: setup  ## ruff
+	$(VENV)/bin/ruff check src tests benchmarks
+
+menuconfig: setup  ## edit .config in a terminal UI, then write params.yaml
+	$(VENV)/bin/menuconfig Kconfig
+	$(VENV)/bin/crsp-ops config sync
+
+defconfig: setup  ## .config from configs/$(CONFIG) (default: defconfig), then params.yaml
+	$(VENV)/bin/defconfig --kconfig Kconfig configs/$(or $(CONFIG),defconfig)
+	$(VENV)/bin/crsp-ops config sync
+
+sync: setup  ## write params.yaml from Kconfig + .config
+	$(VENV)/bin/crsp-ops config sync
+
+bench: setup  ## every benchmark, one JSON line each
+	@for script in benchmarks/*.py; do $(PY) $$script; done
+
+ui: setup  ## the MLflow UI on http://127.0.0.1:5000 (the project's sqlite store)
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port 5000

@@ -1,0 +1,98 @@
+"""Atomic file writes and tolerant JSONL reading: results are never left half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` only on success.
+
+    The temporary file lives in the same directory, so the final ``os.replace`` is atomic on
+    POSIX. On any exception the temporary file is removed and ``path`` is left untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    # mkstemp creates 0600; give the file the mode it had (or the usual umask-based one).
+    os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else _default_mode())
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8) and return the path."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically and return the path."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    return Path(path)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> Path:
+    """Serialise ``obj`` as JSON and write it atomically; NaN/inf are rejected."""
+    return atomic_write_text(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
+
+
+def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
+    """Write one JSON object per line, atomically."""
+    text = "".join(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n" for row in rows)
+    return atomic_write_text(path, text)
+
+
+def read_jsonl(
+    path: str | os.PathLike, on_bad_line: Callable[[int, str], None] | None = None
+) -> Iterator[dict]:
+    """Yield JSON objects from a JSONL file; lines that are not JSON objects go to ``on_bad_line``.
+
+    Args:
+        path: the file to read.
+        on_bad_line: called with ``(line_number, reason)`` for each unparsable line; when ``None``
+            such a line raises ``ValueError`` naming the file and line.
+    """
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                reason = f"not JSON ({error.msg})"
+            else:
+                if isinstance(row, dict):
+                    yield row
+                    continue
+                reason = f"not a JSON object ({type(row).__name__})"
+            if on_bad_line is None:
+                raise ValueError(f"{path}:{number}: {reason}")
+            on_bad_line(number, reason)

@@ -1,0 +1,99 @@
+"""Task-relative, sequence-level advantages and token placement of sequence rewards.
+
+Every sample is one (task type, role) pair — e.g. (code_i, solve) or (math, critique) — and
+rewards of different pairs live on different scales (learnability vs correctness vs agreement),
+so each pair gets its own baseline, as in Absolute Zero's TRR++:
+
+* centred (TR-RPG): ``A = r − mean_group(r)``, in reward units, so the per-role beta of the KL
+  term keeps its meaning;
+* whitened (TRR++): ``A = (r − mean_group) / std_group``.
+
+Guards: a group of one has no baseline but its own reward, so its advantage is 0 (it carries
+no learning signal rather than a made-up one); when ``std_group < eps`` (all rewards equal up
+to noise) the centred value is returned unscaled instead of dividing by ~0. Standard deviation
+is the population one (``unbiased=False``), defined for groups of two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import torch
+
+
+def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashable],
+                             roles: Sequence[Hashable], *, whiten: bool, eps: float
+                             ) -> torch.Tensor:
+    """Sequence-level advantages with one baseline per (task type, role) group.
+
+    Args:
+        rewards: sequence rewards, shape ``(B,)``.
+        task_types: task type of each sample (``B`` items).
+        roles: role of each sample (``B`` items): "propose", "solve" or "critique".
+        whiten: divide by the group's standard deviation (TRR++) or only centre (TR-RPG).
+        eps: standard deviations below this are treated as zero (> 0).
+
+    Returns:
+        Advantages, shape ``(B,)``, same dtype as ``rewards``.
+
+    >>> task_relative_advantages(torch.tensor([1., 0., 5.]), ["code_i"] * 3,
+    ...                          ["solve", "solve", "propose"], whiten=False, eps=1e-6)
+    tensor([ 0.5000, -0.5000,  0.0000])
+    """
+    if rewards.dim() != 1:
+        raise ValueError(f"rewards must have shape (B,), got {tuple(rewards.shape)}")
+    if not len(task_types) == len(roles) == rewards.shape[0]:
+        raise ValueError(f"{rewards.shape[0]} rewards, {len(task_types)} task types and "
+                         f"{len(roles)} roles: give one of each per sample")
+    if eps <= 0:
+        raise ValueError(f"eps must be > 0, got {eps}")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards contain NaN or inf; fix the reward function first")
+    advantages = torch.zeros_like(rewards)
+    for indices in group_indices(task_types, roles).values():
+        if len(indices) < 2:
+            continue  # singleton: no baseline but itself, advantage stays 0
+        index = torch.tensor(indices, device=rewards.device)
+        group = rewards[index]  # (G,)
+        centred = group - group.mean()
+        std = group.std(unbiased=False)
+        if whiten and std >= eps:
+            centred = centred / std
+        advantages[index] = centred
+    return advantages
+
+
+def group_indices(task_types: Sequence[Hashable], roles: Sequence[Hashable]
+                  ) -> dict[tuple[Hashable, Hashable], list[int]]:
+    """Sample indices of each (task type, role) group, in first-seen order.
+
+    >>> group_indices(["a", "b", "a"], ["solve", "solve", "solve"])
+    {('a', 'solve'): [0, 2], ('b', 'solve'): [1]}
+    """
+    groups: dict[tuple[Hashable, Hashable], list[int]] = {}
+    for index, key in enumerate(zip(task_types, roles, strict=True)):
+        groups.setdefault(key, []).append(index)
+    return groups
+
+
+def place_on_last_token(values: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+    """Scatter one value per sequence onto its last response token; zeros elsewhere.
+
+    Args:
+        values: sequence-level values, shape ``(B,)``.
+        response_mask: 1 on response tokens, shape ``(B, T)``; every row needs one.
+
+    Returns:
+        Token-level tensor, shape ``(B, T)``.
+
+    >>> place_on_last_token(torch.tensor([-0.5]), torch.tensor([[1, 1, 1, 0]]))
+    tensor([[ 0.0000,  0.0000, -0.5000,  0.0000]])
+    """
+    mask = response_mask.bool()  # (B, T)
+    if not mask.any(dim=1).all():
+        raise ValueError("every sequence needs at least one response token")
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)  # (B, T)
+    last = torch.where(mask, positions, -1).max(dim=1).values  # (B,)
+    token_values = torch.zeros(mask.shape, dtype=values.dtype, device=values.device)
+    token_values[torch.arange(mask.shape[0], device=mask.device), last] = values
+    return token_values

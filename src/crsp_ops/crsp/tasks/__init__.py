@@ -1,0 +1,32 @@
+"""Self-play tasks: records, prompts, answer checking, proposal validation, seed tasks."""
+
+from crsp_ops.crsp.tasks.answers import (
+    SolutionCheck,
+    check_solutions,
+    extract_answer,
+    judge_execution,
+    literal_equal,
+    math_answers_match,
+    verification_job,
+)
+from crsp_ops.crsp.tasks.prompts import (
+    propose_messages,
+    propose_prompt,
+    solve_messages,
+    solve_prompt,
+)
+from crsp_ops.crsp.tasks.proposals import (
+    ProposalCheck,
+    ProposalDraft,
+    parse_proposal,
+    validate_proposals,
+)
+from crsp_ops.crsp.tasks.records import CODE_TASK_TYPES, CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.seeds import seed_tasks
+
+__all__ = [
+    "CODE_TASK_TYPES", "CodeTask", "MathTask", "ProposalCheck", "ProposalDraft", "SolutionCheck",
+    "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
+    "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
+    "seed_tasks", "solve_messages", "solve_prompt", "validate_proposals", "verification_job",
+]

@@ -1,0 +1,98 @@
+"""Prompt builders: what the solver sees for each task type, and what the proposer is asked.
+
+Every role answers as ``<think>...</think><answer>...</answer>``; the proposer puts fenced
+``python``, ``input`` and (code_f) ``message`` blocks inside its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crsp_ops.crsp.tasks.records import CodeTask, MathTask, Task, TaskType
+from crsp_ops.inference.backend import Message
+
+RESPONSE_FORMAT = ("Reason step by step inside <think> and </think>, then give only the final "
+                   "answer inside <answer> and </answer>.")
+
+_SOLVE_INSTRUCTIONS = {
+    TaskType.CODE_O: "Predict the value f returns for the input below. Answer with the value as "
+                     "a Python literal (its repr).",
+    TaskType.CODE_I: "Find arguments for which f returns exactly the output below. Answer with "
+                     "the arguments as they would appear inside f(...), e.g. [1, 2], 3.",
+    TaskType.CODE_F: "Write a Python function f that maps every input below to its output and "
+                     "matches the message. Answer with the complete program (def f(...): ...).",
+}
+
+_PROPOSE_INSTRUCTIONS = {
+    TaskType.CODE_O: "a deduction task: a program and one input whose output a solver must "
+                     "predict",
+    TaskType.CODE_I: "an abduction task: a program and one input; the solver will see the "
+                     "output and must find an input producing it",
+    TaskType.CODE_F: "an induction task: a program, 4 to 6 inputs covering different cases, and "
+                     "a one-sentence message hinting at what f does; the solver must write f",
+}
+
+
+def _fence(body: str, language: str = "") -> str:
+    return f"```{language}\n{body}\n```"
+
+
+def solve_prompt(task: Task) -> str:
+    r"""The solver's user prompt for ``task``.
+
+    >>> "f(3)" in solve_prompt(CodeTask(TaskType.CODE_O, "def f(n):\n    return n", ("3",),
+    ...                                  ("3",)))
+    True
+    """
+    if isinstance(task, MathTask):
+        return f"{task.question}\n\n{RESPONSE_FORMAT}"
+    parts = [_SOLVE_INSTRUCTIONS[task.task_type]]
+    if task.task_type is TaskType.CODE_O:
+        parts += [_fence(task.program, "python"), f"Input: f({task.inputs[0]})"]
+    elif task.task_type is TaskType.CODE_I:
+        parts += [_fence(task.program, "python"), f"Output: {task.outputs[0]}"]
+    else:
+        shown = zip(task.inputs[: task.num_shown], task.outputs[: task.num_shown], strict=True)
+        parts += [f"f({arguments}) == {output}" for arguments, output in shown]
+        parts.append(f"Message: {task.message}")
+    parts.append(RESPONSE_FORMAT)
+    return "\n\n".join(parts)
+
+
+def solve_messages(task: Task) -> list[Message]:
+    """Chat messages for the solver role."""
+    return [{"role": "user", "content": solve_prompt(task)}]
+
+
+def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
+    """The proposer's user prompt: reference tasks, then the requested answer format.
+
+    Args:
+        task_type: the code task type to propose.
+        references: earlier valid tasks shown as examples (may be empty).
+
+    Returns:
+        The prompt text.
+    """
+    if task_type not in _PROPOSE_INSTRUCTIONS:
+        raise ValueError(f"only code tasks are proposed, got {task_type}")
+    parts = [f"Propose a new, different and challenging {_PROPOSE_INSTRUCTIONS[task_type]}. "
+             "The program must define a deterministic function f using only the standard "
+             "library (no os, sys, files, network, randomness or time) and run in well under a "
+             "second."]
+    for number, reference in enumerate(references, start=1):
+        pairs = "\n".join(f"f({i}) == {o}" for i, o in zip(reference.inputs, reference.outputs,
+                                                           strict=True))
+        parts.append(f"Reference {number}:\n{_fence(reference.program, 'python')}\n{pairs}")
+    example_inputs = "\n".join(_fence("<arguments, e.g. [1, 2], 3>", "input")
+                               for _ in range(2 if task_type is TaskType.CODE_F else 1))
+    message = f"\n{_fence('<one sentence>', 'message')}" if task_type is TaskType.CODE_F else ""
+    parts.append("Reason inside <think> and </think>, then answer inside <answer> and </answer> "
+                 f"with exactly these blocks:\n{_fence('def f(...):', 'python')}\n"
+                 f"{example_inputs}{message}")
+    return "\n\n".join(parts)
+
+
+def propose_messages(task_type: TaskType, references: Sequence[CodeTask]) -> list[Message]:
+    """Chat messages for the proposer role."""
+    return [{"role": "user", "content": propose_prompt(task_type, references)}]

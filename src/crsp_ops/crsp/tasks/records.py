@@ -1,0 +1,60 @@
+"""Task records: code tasks (abduction, deduction, induction) and math tasks with answers."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class TaskType(str, enum.Enum):
+    """What a task asks for, following Absolute Zero's naming for code tasks."""
+
+    CODE_I = "code_i"  # abduction: given program + output, find an input
+    CODE_O = "code_o"  # deduction: given program + input, predict the output
+    CODE_F = "code_f"  # induction: given input/output pairs + message, write the program
+    MATH = "math"  # a question with a known final answer (LIMO schema)
+
+
+CODE_TASK_TYPES = (TaskType.CODE_I, TaskType.CODE_O, TaskType.CODE_F)
+
+
+@dataclass(frozen=True)
+class CodeTask:
+    """A program defining ``f`` with literal inputs and the executor's ``repr`` outputs."""
+
+    task_type: TaskType
+    program: str  # Python source defining f
+    inputs: tuple[str, ...]  # literal argument lists, e.g. "[1, 2], 3"
+    outputs: tuple[str, ...]  # repr(f(*args)) per input, as the sandbox produced it
+    message: str = ""  # code_f only: a hint about what f does
+
+    def __post_init__(self) -> None:
+        if self.task_type not in CODE_TASK_TYPES:
+            raise ValueError(f"CodeTask needs a code task type, got {self.task_type}")
+        if not self.inputs or len(self.inputs) != len(self.outputs):
+            raise ValueError(f"need as many outputs as inputs (>= 1), got {len(self.inputs)} "
+                             f"inputs and {len(self.outputs)} outputs")
+        if self.task_type is TaskType.CODE_F and len(self.inputs) < 2:
+            raise ValueError("a code_f task needs >= 2 input/output pairs (shown + held out)")
+
+    @property
+    def num_shown(self) -> int:
+        """code_f: how many pairs the solver sees (the first ceil(n / 2)); all are checked."""
+        return (len(self.inputs) + 1) // 2
+
+
+@dataclass(frozen=True)
+class MathTask:
+    """A LIMO-format math problem."""
+
+    question: str
+    solution: str  # reference reasoning (used for trajectory seeding)
+    answer: str  # final answer, compared after normalisation
+
+    @property
+    def task_type(self) -> TaskType:
+        """Always ``TaskType.MATH``."""
+        return TaskType.MATH
+
+
+Task = CodeTask | MathTask

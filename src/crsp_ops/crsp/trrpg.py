@@ -1,0 +1,147 @@
+"""TR-RPG: task-relative, KL-regularised policy gradient with importance weights.
+
+Per token, with ``l = clamp(logp_new − logp_old, −c, c)`` and ``w = exp(l) = π_new / π_old``
+(computed in log space, so huge or tiny ratios never overflow before the clamp), the seed asks
+for the ascent direction
+
+    dJ/dlogp_new = w · (A − β · (log w + 1)).
+
+Derivation of a surrogate with exactly that gradient: try ``J = w · (A − β · log w)``. Since
+``dw/dl = w`` and ``dl/dlogp_new = 1`` inside the clamp,
+
+    dJ/dl = w·A − β·(w·log w)' = w·A − β·(w·log w + w) = w · (A − β · (log w + 1)).  ∎
+
+So ``J`` is the importance-weighted advantage minus ``β · w·log w``, and ``E_old[w·log w]`` is
+``KL(π_new ‖ π_old)``: TR-RPG is a policy gradient with a KL(new‖old) penalty per role. The
+loss minimised is ``−J`` averaged over response tokens (token-mean over the batch). Outside
+the clamp the gradient is 0 (the sample is ignored), which is what keeps ±50 log-ratios finite.
+
+At ``new == old`` the KL term ``β·w·log w`` is exactly 0 while its gradient is ``−β`` per token:
+under sampling from π_old this has zero mean (``E[∇ log π] = 0``), acting like a baseline.
+
+Optional ratio clipping (PPO-style, ``ratio_clip = ε``) replaces the advantage part with
+``min(w·A, clip(w, 1−ε, 1+ε)·A)``; the KL part is never clipped. Where clipping is active the
+advantage part has zero gradient; ``clip_fraction`` reports how often.
+
+Metrics (masked means, detached): ``kl`` uses ``w·log w − w + 1``, which is ≥ 0 per token and
+has expectation ``KL(π_new ‖ π_old)`` under π_old (because ``E_old[w] = 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+
+def role_betas(roles: Sequence[str], betas: Mapping[str, float], *,
+               device: torch.device | str | None = None) -> torch.Tensor:
+    """One beta per sample from its role.
+
+    Args:
+        roles: role of each sample ("propose", "solve", "critique").
+        betas: beta per role (the project's defaults live in Kconfig).
+        device: where to put the tensor.
+
+    Returns:
+        Betas, shape ``(B,)``.
+
+    >>> role_betas(["solve", "critique"], {"solve": 0.05, "critique": 0.1})
+    tensor([0.0500, 0.1000])
+    """
+    missing = sorted(set(roles) - set(betas))
+    if missing:
+        raise ValueError(f"no beta for roles {missing}; add them to the per-role betas")
+    negative = {role: beta for role, beta in betas.items() if beta < 0}
+    if negative:
+        raise ValueError(f"betas must be >= 0, got {negative}")
+    return torch.tensor([float(betas[role]) for role in roles], device=device)
+
+
+def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
+                          advantages: torch.Tensor, beta: torch.Tensor | float, *,
+                          log_ratio_clamp: float, ratio_clip: float | None,
+                          mask: torch.Tensor | None = None
+                          ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Per-token TR-RPG objective ``J`` (to maximise) and the tensors its metrics need.
+
+    Args:
+        logp_new: log-probs of the sampled tokens under the current policy, ``(B, T)``.
+        logp_old: log-probs under the sampling policy (no gradient), ``(B, T)``.
+        advantages: sequence-level ``(B,)`` or token-level ``(B, T)`` advantages.
+        beta: KL coefficient, a float or one per sequence ``(B,)``.
+        log_ratio_clamp: ``c`` in ``clamp(logp_new − logp_old, −c, c)`` (> 0).
+        ratio_clip: PPO ``ε`` for the advantage part, or ``None`` for no clipping.
+        mask: 1 on response tokens ``(B, T)``; masked positions get ``J = 0`` and their
+            log-probs (possibly ±inf padding) never reach ``exp``.
+
+    Returns:
+        ``(J, parts)``: ``J`` of shape ``(B, T)`` and a dict with ``log_ratio``, ``ratio``
+        and ``clipped`` (bool, where clipping zeroed the advantage gradient), all ``(B, T)``.
+    """
+    if logp_new.shape != logp_old.shape or logp_new.dim() != 2:
+        raise ValueError(f"logp_new and logp_old must both be (B, T), got "
+                         f"{tuple(logp_new.shape)} and {tuple(logp_old.shape)}")
+    if log_ratio_clamp <= 0:
+        raise ValueError(f"log_ratio_clamp must be > 0, got {log_ratio_clamp}")
+    if ratio_clip is not None and not 0 < ratio_clip < 1:
+        raise ValueError(f"ratio_clip must be in (0, 1) or None, got {ratio_clip}")
+    mask = torch.ones_like(logp_new, dtype=torch.bool) if mask is None else mask.bool()
+    advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages  # (B, 1|T)
+    beta = torch.as_tensor(beta, dtype=logp_new.dtype, device=logp_new.device)
+    beta = beta.unsqueeze(1) if beta.dim() == 1 else beta  # (B, 1) or scalar
+
+    raw = torch.where(mask, logp_new - logp_old.detach(), torch.zeros_like(logp_new))
+    log_ratio = raw.clamp(-log_ratio_clamp, log_ratio_clamp)  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    policy_term = ratio * advantages  # (B, T)
+    clipped = torch.zeros_like(mask)
+    if ratio_clip is not None:
+        clipped_term = ratio.clamp(1 - ratio_clip, 1 + ratio_clip) * advantages
+        clipped = (clipped_term < policy_term) & mask
+        policy_term = torch.minimum(policy_term, clipped_term)
+    objective = policy_term - beta * ratio * log_ratio  # (B, T)
+    objective = torch.where(mask, objective, torch.zeros_like(objective))
+    return objective, {"log_ratio": log_ratio, "ratio": ratio, "clipped": clipped}
+
+
+def trrpg_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor,
+               mask: torch.Tensor, *, beta: torch.Tensor | float, log_ratio_clamp: float,
+               ratio_clip: float | None) -> tuple[torch.Tensor, dict[str, float]]:
+    """TR-RPG loss: ``−J`` averaged over all response tokens of the batch, plus metrics.
+
+    Args:
+        logp_new: ``(B, T)`` log-probs under the current policy (requires grad).
+        logp_old: ``(B, T)`` log-probs under the sampling policy.
+        advantages: ``(B,)`` or ``(B, T)`` advantages (see ``advantages``).
+        mask: ``(B, T)`` response-token mask.
+        beta: KL coefficient, float or ``(B,)`` (``role_betas``).
+        log_ratio_clamp: clamp on ``logp_new − logp_old``.
+        ratio_clip: PPO ``ε`` or ``None``.
+
+    Returns:
+        ``(loss, metrics)`` with metrics ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``,
+        ``clip_fraction``, ``log_ratio_clamped_fraction``, ``tokens``.
+    """
+    mask = mask.bool()
+    objective, parts = trrpg_token_objective(
+        logp_new, logp_old, advantages, beta, log_ratio_clamp=log_ratio_clamp,
+        ratio_clip=ratio_clip, mask=mask)
+    tokens = mask.sum().clamp(min=1)
+    loss = -objective.sum() / tokens
+    with torch.no_grad():
+        ratio, log_ratio = parts["ratio"], parts["log_ratio"]
+        kl_per_token = ratio * log_ratio - ratio + 1  # >= 0, see module docstring
+        raw = torch.where(mask, logp_new - logp_old, torch.zeros_like(logp_new))
+        masked_ratio = torch.where(mask, ratio, torch.zeros_like(ratio))
+        metrics = {
+            "loss": float(loss.detach()),
+            "kl": float((kl_per_token * mask).sum() / tokens),
+            "ratio_mean": float(masked_ratio.sum() / tokens),
+            "ratio_max": float(masked_ratio.max()) if mask.any() else 1.0,
+            "clip_fraction": float(parts["clipped"].sum() / tokens),
+            "log_ratio_clamped_fraction": float(
+                ((raw.abs() > log_ratio_clamp) & mask).sum() / tokens),
+            "tokens": float(mask.sum()),
+        }
+    return loss, metrics

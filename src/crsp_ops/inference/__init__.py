@@ -1,0 +1,1 @@
+"""Generation backends, completion records and the InferenceContext for rollouts."""

@@ -1,0 +1,233 @@
+"""Plan a migration of a tree: every edit, rename, skipped file and leftover, touching nothing."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crsp_ops.migrate import renames as renames_mod
+from crsp_ops.migrate import scan
+from crsp_ops.migrate.protect import find_protections, keep_protections
+from crsp_ops.migrate.rewrite import line_locator, rewrite_text
+from crsp_ops.migrate.rules import DEFAULT_RULES, DETECTION, Rule
+
+
+@dataclass(frozen=True)
+class MigrationOptions:
+    """What to migrate and what to leave alone."""
+
+    keep: tuple[str, ...] = ()  # extra regular expressions whose matches are never rewritten
+    max_file_bytes: int = 10 * 2**20  # larger files are listed as skipped, not read
+    use_git: bool = True  # inside a git work tree: list files and rename through git
+    exclude: tuple[str, ...] = ()  # relative paths never scanned (e.g. the report file)
+    rules: tuple[Rule, ...] = DEFAULT_RULES
+
+    def __post_init__(self) -> None:
+        for pattern in self.keep:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(
+                    f"--keep {pattern!r} is not a valid regular expression ({error}); "
+                    "escape special characters, e.g. --keep 'Org/Model\\.v1'"
+                ) from error
+        if self.max_file_bytes <= 0:
+            raise ValueError("max_file_bytes must be positive")
+
+    @property
+    def keep_patterns(self) -> tuple[re.Pattern[str], ...]:
+        """The compiled ``keep`` patterns."""
+        return tuple(re.compile(pattern) for pattern in self.keep)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """An old name left in the tree: where, what, and why it was not rewritten."""
+
+    path: str
+    line: int | None  # None when the occurrence is in the file or directory name
+    column: int | None
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """A text file whose contents change."""
+
+    path: str  # path before the migration
+    new_path: str  # path after every rename
+    old_text: str
+    new_text: str
+    counts: Mapping[str, int]  # replacements per rule name
+    is_symlink: bool = False  # old_text/new_text are then the link's target
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file whose contents are not rewritten (its name may still be)."""
+
+    path: str
+    reason: str
+    possible_occurrences: int  # old-name byte patterns found in it
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    """Everything a migration would do to a tree, computed without changing it."""
+
+    root: Path
+    git_root: Path | None
+    files: tuple[str, ...]  # every scanned file, old paths
+    tracked: frozenset[str]
+    texts: Mapping[str, str]  # old text of every UTF-8 text file
+    edits: tuple[FileEdit, ...]
+    renames: tuple[renames_mod.Rename, ...]  # deepest first
+    new_paths: Mapping[str, str]  # old file path -> new file path
+    skipped: tuple[SkippedFile, ...]
+    remaining: tuple[Occurrence, ...]
+    conflicts: tuple[str, ...]  # renames that cannot be done safely
+    excluded: tuple[str, ...] = ()
+    path_counts: Mapping[str, int] = field(default_factory=dict)  # name rewrites per rule
+
+    @property
+    def changes_anything(self) -> bool:
+        """Whether applying the plan would modify the tree."""
+        return bool(self.edits or self.renames)
+
+    def replacements_per_rule(self) -> dict[str, int]:
+        """Replacements per rule name over file contents and path names."""
+        total: Counter[str] = Counter(self.path_counts)
+        for edit in self.edits:
+            total.update(edit.counts)
+        return dict(sorted(total.items(), key=lambda item: (-item[1], item[0])))
+
+    def new_texts(self) -> dict[str, str]:
+        """Every text file's contents after the migration, keyed by its new path."""
+        edited = {edit.path: edit.new_text for edit in self.edits}
+        return {self.new_paths[path]: edited.get(path, text) for path, text in self.texts.items()}
+
+
+def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -> MigrationPlan:
+    """Scan ``root`` and plan the migration; nothing on disk changes.
+
+    Raises:
+        NotADirectoryError: ``root`` is missing or not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise NotADirectoryError(f"{root} is not a directory")
+    listing = scan.list_tree(root, options.use_git, frozenset(options.exclude))
+    directory_names = {path.rsplit("/", 1)[-1] for path, is_dir in
+                       renames_mod.entries(listing.files) if is_dir}
+    keep = options.keep_patterns
+    texts: dict[str, str] = {}
+    edits, skipped, remaining = [], [], []
+    for path in listing.files:
+        if (root / path).is_symlink():
+            retarget, leftovers = _plan_symlink(root, path, options)
+            edits += retarget
+            remaining += leftovers
+            continue
+        content = scan.read_content(root, path, options.max_file_bytes)
+        if content.text is None:
+            reason = content.skip_reason or ""
+            skipped.append(SkippedFile(path, reason, content.possible_occurrences))
+            remaining += _unreadable_occurrences(content)
+            continue
+        texts[path] = content.text
+        has_hits = DETECTION.search(content.text) is not None
+        protections = find_protections(content.text, keep, directory_names) if has_hits else []
+        result = rewrite_text(content.text, options.rules, protections)
+        locate = line_locator(content.text) if result.leftovers else None
+        for leftover in result.leftovers:
+            line, column = locate(leftover.start)
+            remaining.append(Occurrence(path, line, column, leftover.text, leftover.reason))
+        if result.text != content.text:
+            edits.append((path, content.text, result.text, result.counts))
+    renames, path_counts, name_leftovers = _plan_name_changes(listing.files, options)
+    new_paths = renames_mod.final_paths(listing.files, renames)
+    return MigrationPlan(
+        root=root,
+        git_root=listing.git_root,
+        files=listing.files,
+        tracked=listing.tracked,
+        texts=texts,
+        edits=tuple(
+            FileEdit(p, new_paths[p], old, new, c, is_symlink=(root / p).is_symlink())
+            for p, old, new, c in edits
+        ),
+        renames=renames,
+        new_paths=new_paths,
+        skipped=tuple(skipped),
+        remaining=tuple(sorted(name_leftovers + remaining, key=_occurrence_order)),
+        conflicts=tuple(renames_mod.find_conflicts(listing.files, renames)),
+        excluded=listing.excluded,
+        path_counts=path_counts,
+    )
+
+
+def _plan_name_changes(
+    files: Sequence[str], options: MigrationOptions
+) -> tuple[tuple[renames_mod.Rename, ...], dict[str, int], list[Occurrence]]:
+    """Rewrite each entry's own name; ``--keep`` patterns see the entry's whole relative path."""
+    counts: Counter[str] = Counter()
+    leftovers: list[Occurrence] = []
+    keep = options.keep_patterns
+
+    def new_name_of(path: str) -> str:
+        name = path.rsplit("/", 1)[-1]
+        offset = len(path) - len(name)
+        protections = [
+            type(p)(max(p.start - offset, 0), p.end - offset, p.reason)
+            for p in keep_protections(path, keep)
+            if p.end > offset
+        ]
+        result = rewrite_text(name, options.rules, protections)
+        counts.update(result.counts)
+        leftovers.extend(
+            Occurrence(path, None, None, item.text, f"in the name: {item.reason}")
+            for item in result.leftovers
+        )
+        return result.text
+
+    renames = renames_mod.plan_renames(files, new_name_of)
+    return renames, dict(counts), leftovers
+
+
+def _plan_symlink(
+    root: Path, path: str, options: MigrationOptions
+) -> tuple[list[tuple[str, str, str, Mapping[str, int]]], list[Occurrence]]:
+    """Retarget a relative link whose target names renamed entries, so it does not dangle."""
+    target = os.readlink(root / path)
+    if Path(target).is_absolute():
+        hits = [m.group() for m in DETECTION.finditer(target)]
+        reason = "absolute symbolic link target (outside the tree's renames)"
+        return [], [Occurrence(path, None, None, hit, reason) for hit in hits]
+    result = rewrite_text(target, options.rules, keep_protections(target, options.keep_patterns))
+    leftovers = [
+        Occurrence(path, None, None, item.text, f"in the link target: {item.reason}")
+        for item in result.leftovers
+    ]
+    edit = [(path, target, result.text, result.counts)] if result.text != target else []
+    return edit, leftovers
+
+
+def _unreadable_occurrences(content: scan.FileContent) -> list[Occurrence]:
+    """Locate old names in a non-UTF-8 file so the user can fix them by hand."""
+    if content.raw_text is None:
+        return []
+    locate = line_locator(content.raw_text)
+    reason = f"{content.skip_reason}: not rewritten"
+    return [
+        Occurrence(content.path, *locate(match.start()), match.group(), reason)
+        for match in DETECTION.finditer(content.raw_text)
+    ]
+
+
+def _occurrence_order(occurrence: Occurrence) -> tuple[str, int, int]:
+    return occurrence.path, occurrence.line or 0, occurrence.column or 0

@@ -1,0 +1,109 @@
+"""Apply the rules to one text: rewrite what is safe, explain every occurrence left behind."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from crsp_ops.migrate.protect import Protection
+from crsp_ops.migrate.rules import DETECTION, Rule, at_identifier_boundary
+
+IN_WORD_REASON = "inside a longer word (not an identifier boundary)"
+UNMAPPED_REASON = "spelling not covered by a rule (rules are case-sensitive)"
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """An occurrence of an old name that stays in the text, and why."""
+
+    start: int
+    end: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """The rewritten text, the replacements made per rule name, and what was left."""
+
+    text: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+    leftovers: tuple[Leftover, ...] = ()
+
+
+def rewrite_text(
+    text: str, rules: Sequence[Rule], protections: Sequence[Protection] = ()
+) -> RewriteResult:
+    """Rewrite every safe match of ``rules`` in ``text``.
+
+    Rules go in the given order (most specific first); a match overlapping an earlier rule's
+    match is skipped, so every occurrence is decided exactly once. A match inside a protected
+    span or not at an identifier boundary is left and reported. Finally any spelling of the old
+    names that no rule matched (e.g. ``aZr``) is reported too, so nothing is missed silently.
+
+    >>> from crsp_ops.migrate.rules import DEFAULT_RULES
+    >>> rewrite_text("import azr_utils  # hazrat", DEFAULT_RULES).text
+    'import crsp_utils  # hazrat'
+    """
+    if not DETECTION.search(text):
+        return RewriteResult(text)
+    claimed: list[tuple[int, int]] = []
+    edits: list[tuple[int, int, str]] = []
+    counts: Counter[str] = Counter()
+    leftovers: list[Leftover] = []
+    for rule in rules:
+        for match in rule.pattern.finditer(text):
+            start, end = match.span()
+            if _overlaps(start, end, claimed):
+                continue
+            claimed.append((start, end))
+            guard = _guard(start, end, protections)
+            if guard is not None:
+                leftovers.append(Leftover(start, end, match.group(), guard.reason))
+            elif not at_identifier_boundary(text, start, end):
+                leftovers.append(Leftover(start, end, match.group(), IN_WORD_REASON))
+            else:
+                edits.append((start, end, rule.render(match.group())))
+                counts[rule.name] += 1
+    for match in DETECTION.finditer(text):
+        start, end = match.span()
+        if not _overlaps(start, end, claimed):
+            guard = _guard(start, end, protections)
+            reason = guard.reason if guard is not None else UNMAPPED_REASON
+            leftovers.append(Leftover(start, end, match.group(), reason))
+    leftovers.sort(key=lambda leftover: leftover.start)
+    return RewriteResult(_splice(text, edits), dict(counts), tuple(leftovers))
+
+
+def line_locator(text: str) -> Callable[[int], tuple[int, int]]:
+    """Return a function mapping an offset of ``text`` to its 1-based (line, column)."""
+    line_starts = [0] + [match.end() for match in re.finditer("\n", text)]
+
+    def locate(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(line_starts, offset)
+        return line, offset - line_starts[line - 1] + 1
+
+    return locate
+
+
+def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(start < other_end and other_start < end for other_start, other_end in spans)
+
+
+def _guard(start: int, end: int, protections: Sequence[Protection]) -> Protection | None:
+    for protection in protections:
+        if start < protection.end and protection.start < end:
+            return protection
+    return None
+
+
+def _splice(text: str, edits: list[tuple[int, int, str]]) -> str:
+    pieces, cursor = [], 0
+    for start, end, replacement in sorted(edits):
+        pieces += [text[cursor:start], replacement]
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)

@@ -1,0 +1,115 @@
+"""Open the MLflow run of a job: experiment per job, effective params, git and DVC tags."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from crsp_ops.config import ResolvedConfig
+from crsp_ops.tracking.run_tags import dvc_tags, git_tags
+from crsp_ops.tracking.tracker import MlflowTracker, NullTracker, Tracker, finish_run
+
+OFFLINE_ENV = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "DO_NOT_TRACK": "true",
+    "DVC_NO_ANALYTICS": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "GIT_PYTHON_REFRESH": "quiet",
+}
+
+
+def disable_telemetry() -> None:
+    """Turn off MLflow, DVC and HF telemetry for this process and its children."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+def tracking_uri(resolved: ResolvedConfig) -> str:
+    """The configured URI, or ``sqlite:///<root>/mlflow.db`` (MLflow's default, made absolute)."""
+    return resolved.settings.tracking.uri or f"sqlite:///{resolved.root / 'mlflow.db'}"
+
+
+def experiment_name(resolved: ResolvedConfig, job: str) -> str:
+    """``<prefix>-<job>``, e.g. ``crsp-evolve``."""
+    return f"{resolved.settings.tracking.experiment_prefix}-{job}"
+
+
+@contextmanager
+def start_run(
+    job: str,
+    resolved: ResolvedConfig,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Iterator[Tracker]:
+    """Open (or, under ``mlflow run``, resume) the run of ``job`` and log the effective config.
+
+    Yields a ``NullTracker`` when tracking is disabled. On exit, buffered metrics are flushed
+    and the run ends FINISHED, FAILED (an exception) or KILLED (Ctrl+C / SIGTERM).
+    """
+    settings = resolved.settings.tracking
+    if not settings.enabled:
+        yield NullTracker()
+        return
+    disable_telemetry()
+    from mlflow.tracking import MlflowClient
+
+    uri = tracking_uri(resolved)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    project_run_id = os.environ.get("MLFLOW_RUN_ID")
+    if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
+        experiment_id = client.get_run(project_run_id).info.experiment_id
+        run_id = project_run_id
+    else:
+        experiment_id = _experiment_id(client, experiment_name(resolved, job), resolved.root, uri)
+        run_id = client.create_run(experiment_id, run_name=run_name).info.run_id
+    tracker = MlflowTracker(
+        client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
+    )
+    with finish_run(tracker, end=not project_run_id):
+        tracker.set_tags(
+            {
+                "crsp.job": job,
+                **git_tags(resolved.root),
+                **dvc_tags(resolved.root),
+                **{f"config.source.{k}": v for k, v in resolved.sources.items() if v != "Kconfig"},
+                **(tags or {}),
+            }
+        )
+        tracker.log_params(resolved.settings.flat())
+        system_metrics = None
+        if settings.system_metrics:
+            system_metrics = _start_system_metrics(run_id, uri)
+        try:
+            yield tracker
+        finally:
+            if system_metrics is not None:
+                system_metrics.finish()
+
+
+def _experiment_id(client, name: str, root: Path, uri: str) -> str:
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        return experiment.experiment_id
+    artifact_location = None
+    if uri.startswith("sqlite:"):
+        # Pin artifacts under the project root whatever the working directory.
+        artifact_location = (root / "mlruns" / name).as_uri()
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location)
+    except Exception:  # another process created it first
+        experiment = client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
+
+
+def _start_system_metrics(run_id: str, uri: str):
+    import mlflow
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    mlflow.set_tracking_uri(uri)
+    monitor = SystemMetricsMonitor(run_id)
+    monitor.start()
+    return monitor

@@ -1,0 +1,161 @@
+"""The tracker jobs log through: an MLflow implementation and a no-op twin."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from crsp_ops.tracking.metric_buffer import MetricBuffer
+from crsp_ops.tracking.redaction import redact_params, redact_text
+
+MAX_PARAMS_PER_BATCH = 100  # MLflow's log_batch limit for params and tags
+
+
+class Tracker:
+    """No-op tracker: the interface, and what runs when tracking is off (or on rank != 0)."""
+
+    run_id: str | None = None
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        """Record immutable run parameters (secrets redacted)."""
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        """Record one value per key at ``step`` (buffered; written in batches)."""
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        """Set run tags (mutable, unlike params)."""
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        """Store ``text`` as the artifact ``artifact_file`` (secrets redacted)."""
+
+    def log_dict(self, obj: Any, artifact_file: str) -> None:
+        """Store ``obj`` as a JSON artifact."""
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        """Copy a local file or directory into the run's artifacts under ``artifact_path``."""
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        """Store a matplotlib figure as an image artifact."""
+
+    def flush(self) -> None:
+        """Write buffered metrics now."""
+
+    @contextmanager
+    def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
+        """A nested run (e.g. one proposer of a comparison); ended with its block."""
+        yield Tracker()
+
+
+NullTracker = Tracker
+
+
+class MlflowTracker(Tracker):
+    """Logs to one MLflow run through ``MlflowClient``; metrics are batched."""
+
+    def __init__(
+        self,
+        client,
+        run_id: str,
+        experiment_id: str,
+        flush_points: int,
+        flush_seconds: float,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.experiment_id = experiment_id
+        self._env = os.environ if env is None else env
+        self._flush_points = flush_points
+        self._flush_seconds = flush_seconds
+        self._metrics = MetricBuffer(
+            lambda batch: client.log_batch(run_id, metrics=batch, synchronous=True),
+            flush_points=flush_points,
+            flush_seconds=flush_seconds,
+        )
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v[:6000]) for k, v in redact_params(params, self._env).items()]
+        for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(self.run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        self._metrics.add(metrics, step)
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(self.run_id, tags=items[start : start + MAX_PARAMS_PER_BATCH])
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, redact_text(text, self._env), artifact_file)
+
+    def log_dict(self, obj: Any, artifact_file: str) -> None:
+        self.log_text(json.dumps(obj, indent=2, default=str), artifact_file)
+
+    def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
+        path = Path(local_path)
+        if path.is_dir():
+            self.client.log_artifacts(self.run_id, str(path), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / Path(artifact_file).name
+            figure.savefig(local, dpi=100, bbox_inches="tight")
+            parent = str(Path(artifact_file).parent)
+            self.client.log_artifact(self.run_id, str(local), None if parent == "." else parent)
+
+    def flush(self) -> None:
+        self._metrics.flush()
+
+    @contextmanager
+    def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=run_name,
+            tags={"mlflow.parentRunId": self.run_id, **(tags or {})},
+        )
+        child = MlflowTracker(
+            self.client,
+            run.info.run_id,
+            self.experiment_id,
+            self._flush_points,
+            self._flush_seconds,
+            self._env,
+        )
+        with finish_run(child):
+            yield child
+
+
+@contextmanager
+def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
+    """Flush on the way out and set the run status: FINISHED, FAILED or KILLED (Ctrl+C).
+
+    Already-logged data is never lost: buffered metrics are flushed before the status is set,
+    whatever ended the block.
+    """
+    status = "FINISHED"
+    try:
+        yield
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise
+    except BaseException as error:
+        status = "KILLED" if type(error).__name__ == "Terminated" else "FAILED"  # cli.Terminated
+        raise
+    finally:
+        try:
+            tracker.flush()
+        finally:
+            if end:
+                tracker.client.set_terminated(tracker.run_id, status)
