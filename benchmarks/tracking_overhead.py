@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -28,11 +27,12 @@ def main() -> None:
     import mlflow
 
     from crsp_ops.config import load_settings, sync_params
+    from crsp_ops.paths import copy_config_tree
     from crsp_ops.tracking import start_run, tracking_uri
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        shutil.copy(REPO / "Kconfig", root / "Kconfig")
+        copy_config_tree(REPO, root)
         sync_params(root)
         resolved = load_settings(root, env={})
         with start_run("benchmark", resolved) as tracker:

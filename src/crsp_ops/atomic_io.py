@@ -20,7 +20,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent
+    )
     os.close(fd)
     tmp = Path(tmp_name)
     # mkstemp creates 0600; give the file the mode it had (or the usual umask-based one).

@@ -25,6 +25,15 @@ COMMANDS: dict[str, str] = {
     "limo": "crsp_ops.pipelines.limo",
     "financebench": "crsp_ops.pipelines.financebench",
     "base-model": "crsp_ops.pipelines.base_model",
+    "clusters": "crsp_ops.pipelines.clusters",
+    "deltas": "crsp_ops.pipelines.deltas",
+    "generate-processor": "crsp_ops.pipelines.generate_processor",
+    "evolve": "crsp_ops.pipelines.evolve",
+    "optuna": "crsp_ops.pipelines.optuna",
+    "compare": "crsp_ops.pipelines.compare",
+    "seed": "crsp_ops.pipelines.seed",
+    "train": "crsp_ops.pipelines.train",
+    "serve": "crsp_ops.pipelines.serve",
     "migrate": "crsp_ops.pipelines.migrate",
 }
 

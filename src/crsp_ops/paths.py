@@ -8,11 +8,19 @@ from pathlib import Path
 LIMO_DIR = Path("data/limo")
 FINANCEBENCH_DIR = Path("data/financebench")
 BASE_MODEL_DIR = Path("models/base")
+SEEDED_MODEL_DIR = Path("models/seeded")
+CRSP_MODEL_DIR = Path("models/crsp")
+CLUSTERS_DIR = Path("outputs/clusters")
+DELTAS_DIR = Path("outputs/deltas")
+INITIAL_DELTAS = DELTAS_DIR / "deltas_initial.json"
+EVOLUTION_DIR = Path("outputs/evolution")
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The crsp_ops project root: ``$CRSP_OPS_ROOT``, ``$DVC_ROOT``, or the nearest parent of
-    ``start`` (default: the working directory) holding a ``Kconfig`` file.
+    """Find the crsp_ops project root.
+
+    It is ``$CRSP_OPS_ROOT``, else ``$DVC_ROOT``, else the nearest parent of ``start`` (default:
+    the working directory) holding a ``Kconfig`` file.
 
     Raises:
         FileNotFoundError: when no such directory exists.
@@ -29,3 +37,18 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
         f"no Kconfig found in {here} or its parents: run crsp-ops inside a crsp_ops project "
         "(or set CRSP_OPS_ROOT)"
     )
+
+
+CONFIG_TREE = ("Kconfig", "kconfig")  # the root Kconfig and the menus it includes
+
+
+def copy_config_tree(source_root: Path, target_root: Path) -> None:
+    """Copy the Kconfig declarations into another root (tests, benchmarks, scratch projects)."""
+    import shutil
+
+    for name in CONFIG_TREE:
+        source = Path(source_root) / name
+        if source.is_dir():
+            shutil.copytree(source, Path(target_root) / name, dirs_exist_ok=True)
+        else:
+            shutil.copy(source, Path(target_root) / name)

@@ -1,7 +1,8 @@
-import shutil
 from pathlib import Path
 
 import pytest
+
+from crsp_ops.paths import copy_config_tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -9,7 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """A throwaway project root holding the real Kconfig and a synced params.yaml."""
-    shutil.copy(REPO / "Kconfig", tmp_path / "Kconfig")
+    copy_config_tree(REPO, tmp_path)
     monkeypatch.chdir(tmp_path)
     for variable in ("CRSP_OPS_ROOT", "DVC_ROOT", "MLFLOW_TRACKING_URI"):
         monkeypatch.delenv(variable, raising=False)

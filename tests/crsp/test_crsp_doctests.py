@@ -4,7 +4,9 @@ import importlib
 import pytest
 
 MODULES = ["rewards", "alpha_schedule", "critique", "advantages", "trrpg", "algorithms",
-           "executor.ast_guard", "tasks.answers", "tasks.prompts", "tasks.seeds"]
+           "executor.ast_guard", "tasks.answers", "tasks.prompts", "tasks.seeds",
+           "task_buffer", "episode", "generation", "policy_update", "seeding", "limo_tasks",
+           "heldout"]
 
 
 @pytest.mark.parametrize("name", MODULES)

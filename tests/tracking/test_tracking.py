@@ -1,15 +1,14 @@
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from crsp_ops.config import load_settings, sync_params
+from crsp_ops.paths import copy_config_tree
 from crsp_ops.tracking import NullTracker, start_run, tracking_uri
 from crsp_ops.tracking.metric_buffer import MetricBuffer
 from crsp_ops.tracking.redaction import redact_params
@@ -20,7 +19,7 @@ FAKE_KEY = "sk-test-fake-key-0123456789abcdef"
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    shutil.copy(REPO / "Kconfig", tmp_path / "Kconfig")
+    copy_config_tree(REPO, tmp_path)
     monkeypatch.chdir(tmp_path)
     for variable in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "DVC_STAGE", "CRSP_OPS_ROOT"):
         monkeypatch.delenv(variable, raising=False)

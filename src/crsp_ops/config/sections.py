@@ -2,19 +2,30 @@
 
 Fields carry types and float bounds only; their defaults live in the Kconfig file (the single
 home of defaults), so every Settings object is built by ``crsp_ops.config.load_settings``.
+Sections of a feature live beside it (``crsp_ops/crsp/selfplay_config.py``) and are composed
+here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, get_type_hints
 
 from crsp_ops.config.errors import ConfigError
-
-
-def bounded(low: float | None = None, high: float | None = None, *, open_low: bool = False):
-    """A dataclass field whose float value must lie in ``[low, high]`` (``(low, high]`` if open)."""
-    return field(metadata={"low": low, "high": high, "open_low": open_low})
+from crsp_ops.config.fields import bounded
+from crsp_ops.crsp.selfplay_config import (
+    CrspSettings,
+    RewardSettings,
+    SeedingSettings,
+    TrainSettings,
+)
+from crsp_ops.evolve.evolve_config import EvolveSettings, OptunaSettings, ReflectorSettings
+from crsp_ops.steering.steer_config import (
+    ClustersSettings,
+    DeltasSettings,
+    GenerationSettings,
+    ScoringSettings,
+)
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,7 @@ class LimoSettings:
 
     source: str  # "synthetic" | "hub:<id>" | path to .jsonl/.json/.parquet
     hub_split: str
+    hub_revision: str  # "" = default branch
     n_synthetic: int
     seed: int
 
@@ -34,7 +46,20 @@ class FinanceBenchSettings:
     source: str  # "synthetic" | path to a FinanceBench JSONL file
     n_synthetic: int
     heldout_size: int
+    prompt_template: str  # with {evidence} and {question}; "\\n" stands for a newline
     seed: int
+
+    def __post_init__(self) -> None:
+        missing = [f for f in ("{question}",) if f not in self.prompt_template]
+        if missing:
+            raise ConfigError(
+                f"financebench.prompt_template = {self.prompt_template!r}: must contain {missing}"
+            )
+
+    @property
+    def user_template(self) -> str:
+        """The template with each two-character escape backslash-n turned into a newline."""
+        return self.prompt_template.replace("\\n", "\n")
 
 
 @dataclass(frozen=True)
@@ -46,15 +71,30 @@ class ModelSettings:
     tiny_hidden_size: int
     tiny_layers: int
     tiny_heads: int
+    tiny_kv_heads: int
     tiny_intermediate_size: int
     tiny_vocab_size: int
     tiny_max_seq_len: int
     tiny_train_steps: int
     tiny_batch_size: int
     tiny_learning_rate: float = bounded(0.0, 1.0, open_low=True)
+    tiny_warmup_steps: int
+    tiny_weight_decay: float = bounded(0.0, 1.0)
+    tiny_padded_fraction: float = bounded(0.0, 1.0)
+    tiny_max_padding_phrases: int
     tiny_seed: int
 
     def __post_init__(self) -> None:
+        if self.tiny_heads % self.tiny_kv_heads:
+            raise ConfigError(
+                f"model.tiny_kv_heads={self.tiny_kv_heads} must divide "
+                f"model.tiny_heads={self.tiny_heads}"
+            )
+        if self.tiny_warmup_steps > self.tiny_train_steps:
+            raise ConfigError(
+                f"model.tiny_warmup_steps={self.tiny_warmup_steps} exceeds "
+                f"model.tiny_train_steps={self.tiny_train_steps}"
+            )
         if self.tiny_hidden_size % self.tiny_heads:
             raise ConfigError(
                 f"model.tiny_heads={self.tiny_heads} must divide "
@@ -81,6 +121,17 @@ class Settings:
     limo: LimoSettings
     financebench: FinanceBenchSettings
     model: ModelSettings
+    clusters: ClustersSettings
+    deltas: DeltasSettings
+    generation: GenerationSettings
+    scoring: ScoringSettings
+    evolve: EvolveSettings
+    reflector: ReflectorSettings
+    optuna: OptunaSettings
+    crsp: CrspSettings
+    seeding: SeedingSettings
+    reward: RewardSettings
+    train: TrainSettings
     tracking: TrackingSettings
 
     def flat(self) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class GenerationBackend(ABC):
             ``len(conversations)`` completions; never silently fewer.
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release resources (servers, GPU memory). Safe to call twice."""
 
     def __enter__(self) -> GenerationBackend:

@@ -1,9 +1,9 @@
 """Show, check and sync the configuration.
 
-    crsp-ops config show            effective value and source of every option
-    crsp-ops config show --json     the same as JSON
-    crsp-ops config sync            write params.yaml from Kconfig + .config
-    crsp-ops config check           validate Kconfig, .config, params.yaml (exit 2 on error)
+crsp-ops config show            effective value and source of every option
+crsp-ops config show --json     the same as JSON
+crsp-ops config sync            write params.yaml from Kconfig + .config
+crsp-ops config check           validate Kconfig, .config, params.yaml (exit 2 on error)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Buffer metric points and write them in batches: one store transaction per batch, not per value."""
+"""Buffer metric points and write them in batches: one store write per batch, not per value."""
 
 from __future__ import annotations
 

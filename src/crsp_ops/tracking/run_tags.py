@@ -28,12 +28,18 @@ def git_tags(root: Path) -> dict[str, str]:
 
 
 def dvc_tags(root: Path, stage: str | None = None) -> dict[str, str]:
-    """Content hashes from ``dvc.lock``: the stage's inputs, or every stage's outputs.
+    """DVC content hashes: the running stage's inputs, or every locked stage's outputs.
 
-    Under ``dvc repro`` (``$DVC_STAGE`` set) the tags are ``dvc.dep.<path>`` of that stage;
-    otherwise ``dvc.out.<path>`` of every locked stage, i.e. the data versions in the workspace.
+    Under ``dvc repro`` (``$DVC_STAGE`` set) the tags are ``dvc.dep.<path>`` of that stage,
+    hashed now by DVC itself (``dvc.lock`` still holds the previous run's hashes until the stage
+    ends); otherwise ``dvc.out.<path>`` from ``dvc.lock``, i.e. the data versions in the
+    workspace.
     """
     stage = stage or os.environ.get("DVC_STAGE")
+    if stage:
+        current = _current_dep_hashes(root, stage)
+        if current is not None:
+            return {"dvc.stage": stage, **current}
     lock = root / "dvc.lock"
     if not lock.is_file():
         return {"dvc.stage": stage} if stage else {}
@@ -48,8 +54,24 @@ def dvc_tags(root: Path, stage: str | None = None) -> dict[str, str]:
             if dep.get("md5"):
                 tags[f"dvc.dep.{dep['path']}"] = dep["md5"]
         return tags
-    for body in stages.values():
+    for body in stages.values():  # not under dvc repro: what the workspace holds
         for out in body.get("outs", []):
             if out.get("md5"):
                 tags[f"dvc.out.{out['path']}"] = out["md5"]
     return tags
+
+
+def _current_dep_hashes(root: Path, stage: str) -> dict[str, str] | None:
+    """``{"dvc.dep.<path>": hash}`` computed now, or ``None`` when DVC cannot tell."""
+    try:
+        from dvc.repo import Repo
+
+        with Repo(str(root)) as repo:
+            (found,) = repo.stage.collect(stage)
+            return {
+                f"dvc.dep.{dep.def_path}": dep.get_hash().value
+                for dep in found.deps
+                if dep.get_hash() and dep.get_hash().value and dep.def_path != "params.yaml"
+            }
+    except Exception:  # DVC missing, no repo, or a stage it cannot resolve: fall back to the lock
+        return None

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from crsp_ops.tracking.metric_buffer import MetricBuffer
 from crsp_ops.tracking.redaction import redact_params, redact_text
 
@@ -78,6 +80,7 @@ class MlflowTracker(Tracker):
             flush_seconds=flush_seconds,
         )
 
+    @override
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
@@ -85,9 +88,11 @@ class MlflowTracker(Tracker):
         for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
             self.client.log_batch(self.run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
 
+    @override
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
         self._metrics.add(metrics, step)
 
+    @override
     def set_tags(self, tags: Mapping[str, str]) -> None:
         from mlflow.entities import RunTag
 
@@ -95,12 +100,15 @@ class MlflowTracker(Tracker):
         for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
             self.client.log_batch(self.run_id, tags=items[start : start + MAX_PARAMS_PER_BATCH])
 
+    @override
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, redact_text(text, self._env), artifact_file)
 
+    @override
     def log_dict(self, obj: Any, artifact_file: str) -> None:
         self.log_text(json.dumps(obj, indent=2, default=str), artifact_file)
 
+    @override
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         path = Path(local_path)
         if path.is_dir():
@@ -108,6 +116,7 @@ class MlflowTracker(Tracker):
         else:
             self.client.log_artifact(self.run_id, str(path), artifact_path)
 
+    @override
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             local = Path(tmp) / Path(artifact_file).name
@@ -115,9 +124,11 @@ class MlflowTracker(Tracker):
             parent = str(Path(artifact_file).parent)
             self.client.log_artifact(self.run_id, str(local), None if parent == "." else parent)
 
+    @override
     def flush(self) -> None:
         self._metrics.flush()
 
+    @override
     @contextmanager
     def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
         run = self.client.create_run(

@@ -1,0 +1,123 @@
+"""Share of evolution iteration wall time spent outside generation, and the seed design's cost.
+
+Runs the real loop (offline proposer, MLflow tracking on a local sqlite store, every file and
+plot written each iteration) on the embedded default and splits each iteration's wall time into
+generation (inside ``backend.generate``) and everything else. In the same process it then times
+what the seed's design adds to every iteration — re-clustering the vocabulary (decode, embed,
+PCA, k-means) and rebuilding the processor — and reports it as a ratio to our iteration.
+Prints one JSON line. Target: ``outside_generation_share < 0.05``.
+
+    python benchmarks/evolve_overhead.py [--iterations 6] [--project DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from proposers import DEFAULT_PROJECT, Harness, embedded_default
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=6)
+    parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
+    parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[])
+    args = parser.parse_args()
+
+    import tempfile
+
+    from crsp_ops.config import load_settings
+    from crsp_ops.evolve.loop import LoopConfig, run_evolution
+    from crsp_ops.evolve.proposer_factory import build_proposer
+    from crsp_ops.evolve.store import EvolutionStore
+    from crsp_ops.tracking import start_run
+
+    project = embedded_default(args.project, args.stage_overrides)
+    harness = Harness(project, [])
+    generation_s = []
+
+    def evaluate(examples, deltas):
+        result = harness.evaluate(examples, deltas)
+        generation_s.append(result.generation_s)
+        return result
+
+    resolved = load_settings(project, ["tracking.enabled=y"], env={})
+    try:
+        with tempfile.TemporaryDirectory() as tmp, \
+                start_run("benchmark-evolve", resolved, tags={"proposer": "offline"}) as tracker:
+            out = Path(tmp)
+            proposer = build_proposer(
+                "offline", harness.settings, token_clusters=harness.clusters.token_clusters,
+                n_clusters=harness.clusters.n_clusters, initial_deltas=harness.initial,
+                out_dir=out, tokenize=lambda t: [],
+            )
+            store = EvolutionStore(out, harness.clusters.token_clusters,
+                                   harness.clusters.n_clusters)
+            harness.evaluate(harness.pool[:2], harness.initial)  # warm-up (first-call costs)
+            started = time.perf_counter()
+            run_evolution(
+                pool=harness.pool, evaluate=evaluate, proposer=proposer, store=store,
+                initial_deltas=harness.initial,
+                cluster_descriptions=harness.clusters.descriptions,
+                config=LoopConfig(iterations=args.iterations,
+                                  minibatch_size=harness.settings.evolve.minibatch_size,
+                                  seed=0, stop_on_failure=False),
+                tracker=tracker,
+            )
+            tracker.flush()
+            total = time.perf_counter() - started
+            seed_extra = seed_design_extra_s(harness, out)
+    finally:
+        harness.close()
+    per_iteration = total / args.iterations
+    outside = total - sum(generation_s)
+    print(json.dumps({
+        "benchmark": "evolve_overhead",
+        "iterations": args.iterations,
+        "minibatch_size": harness.settings.evolve.minibatch_size,
+        "iteration_s": round(per_iteration, 4),
+        "generation_s_per_iteration": round(sum(generation_s) / args.iterations, 4),
+        "outside_generation_s_per_iteration": round(outside / args.iterations, 4),
+        "outside_generation_share": round(outside / total, 4),
+        "target_share": 0.05,
+        "meets_target": outside / total < 0.05,
+        "seed_design_extra_s_per_iteration": round(seed_extra, 4),
+        "seed_design_iteration_ratio": round((per_iteration + seed_extra) / per_iteration, 3),
+        "seed_design_overhead_ratio": round(
+            (outside / args.iterations + seed_extra) / (outside / args.iterations), 1),
+        "seed_design_note": "re-cluster (decode+embed+PCA+k-means) + rebuild processor per "
+                            "iteration; server restarts not counted (in-process backend)",
+    }))
+
+
+def seed_design_extra_s(harness: Harness, out: Path) -> float:
+    """What the seed's design adds per iteration: re-cluster the vocabulary, rebuild processor."""
+    from transformers import AutoTokenizer, GenerationConfig
+
+    from crsp_ops.steering.clusters import build_token_clusters
+    from crsp_ops.steering.codegen import write_processor
+    from crsp_ops.steering.embedder import load_sentence_embedder
+
+    config = harness.settings.clusters
+    model_dir = harness.project / "models/base"
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    embed = load_sentence_embedder(config.embedder, device="cpu", batch_size=config.batch_size)
+    clusters = build_token_clusters(
+        tokenizer, embed=embed,
+        generation_eos_ids=GenerationConfig.from_pretrained(model_dir).eos_token_id,
+        n_kmeans_clusters=config.n_kmeans_clusters, pca_dim=config.pca_dim, seed=config.seed,
+        batch_size=config.batch_size, minibatch_threshold=config.minibatch_threshold,
+        n_representatives=config.n_representatives, progress=False,
+    )
+    write_processor(out / "processor.py", clusters.token_clusters, harness.initial,
+                    n_clusters=clusters.n_clusters)
+    return time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""One self-play episode: propose → validate → solve (n samples) → critique → rewards.
+
+Generation goes through a ``GenerationBackend``; every program runs in the sandbox executor
+(``validate_proposals``, ``check_solutions``), never here. The output is a flat list of scored
+``RoleSample`` records, one per generated response that is trained on, plus episode counters.
+
+Rewards per role (sequence level; the format rule maps malformed → −1, well-formed but failed
+→ −0.5, else the role reward; it sits on the last response token):
+
+* propose: learnability ``1 − solve rate`` over the n solver samples of the proposed task
+  (0 when always or never solved); "passed" = the proposal validated;
+* solve: ``alpha_s·correct + (1 − alpha_s)·length_reward``; "passed" = correct;
+* critique: ``alpha_c·agreement + (1 − alpha_c)·creativity`` where creativity is the policy's
+  own greedy thinking-effort grade of the critique's ``<think>`` text (0 when there is none;
+  agreement alone when creativity grading is off); "passed" = the verdict agrees.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crsp_ops.crsp.alpha_schedule import Alphas
+from crsp_ops.crsp.critique import parse_critique, parse_grade
+from crsp_ops.crsp.critique_prompts import creativity_grading_messages, critique_messages
+from crsp_ops.crsp.executor import ExecutionStatus, SandboxExecutor
+from crsp_ops.crsp.rewards import (
+    critique_reward,
+    format_rule_reward,
+    learnability_reward,
+    length_reward,
+    solve_reward,
+)
+from crsp_ops.crsp.task_buffer import TaskBuffers
+from crsp_ops.crsp.tasks import (
+    check_solutions,
+    propose_messages,
+    solve_messages,
+    solve_prompt,
+    validate_proposals,
+)
+from crsp_ops.crsp.tasks.records import CODE_TASK_TYPES, CodeTask, Task, TaskType
+from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.records import Completion, SamplingParams
+
+
+@dataclass(frozen=True)
+class EpisodeOptions:
+    """How much one episode generates and how it is rewarded (values come from the config)."""
+
+    problem_types: tuple[TaskType, ...]
+    proposals: int  # code tasks proposed per episode
+    references: int  # reference tasks shown to the proposer
+    tasks_per_type: int  # buffer tasks solved per problem type
+    solver_samples: int  # n
+    critiques_per_task: int
+    max_new_tokens: Mapping[str, int]  # per role: propose, solve, critique
+    temperature: float
+    min_inputs_code_f: int
+    length_max_length: int
+    length_penalty_threshold: int
+    creativity_enabled: bool
+    creativity_dimensions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RoleSample:
+    """One generated response of one role, scored and ready to become a rollout."""
+
+    role: str  # "propose" | "solve" | "critique"
+    task_type: str  # "code_i" | "code_o" | "code_f" | "math"
+    example_id: str  # unique within the step, e.g. "solve/3/1" (task 3, sample 1)
+    messages: tuple[Message, ...]  # the prompt the response answers
+    completion: Completion
+    reward: float  # after the format rule
+    role_reward: float  # before the format rule
+    well_formed: bool
+    passed: bool
+    info: Mapping[str, Any] = field(default_factory=dict)  # what the sample table shows
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Everything one step generated and learned about its tasks."""
+
+    samples: tuple[RoleSample, ...]
+    new_tasks: tuple[CodeTask, ...]  # valid proposals, to be added to the buffers
+    counters: Mapping[str, float]  # executor failures, grader format failures, ...
+
+
+def _sampling(options: EpisodeOptions, role: str, seed: int) -> SamplingParams:
+    return SamplingParams(max_new_tokens=options.max_new_tokens[role],
+                          temperature=options.temperature, top_p=1.0, seed=seed)
+
+
+_FAILED_STATUSES = {status.value for status in ExecutionStatus} - {ExecutionStatus.OK.value}
+
+
+def _is_executor_failure(detail: str) -> bool:
+    """True when a check's detail reports a sandbox run that did not end OK."""
+    return detail.split(":", 1)[0] in _FAILED_STATUSES
+
+
+def proposal_types(options: EpisodeOptions, step: int) -> list[TaskType]:
+    """The code types proposed at ``step``, in turn over the configured code types.
+
+    >>> opts = EpisodeOptions((TaskType.CODE_I, TaskType.MATH, TaskType.CODE_F), 3, 0, 0, 1,
+    ...     0, {}, 1.0, 2, 1, 1, False, ())
+    >>> [t.value for t in proposal_types(opts, 1)]
+    ['code_f', 'code_i', 'code_f']
+    """
+    code = [t for t in options.problem_types if t in CODE_TASK_TYPES]
+    if not code:
+        return []
+    return [code[(step * options.proposals + i) % len(code)] for i in range(options.proposals)]
+
+
+def propose(backend: GenerationBackend, executor: SandboxExecutor, buffers: TaskBuffers,
+            options: EpisodeOptions, step: int, rng: random.Random, seed: int):
+    """Generate and sandbox-validate proposals; return (messages, completions, checks)."""
+    types = proposal_types(options, step)
+    conversations = [propose_messages(t, [r for r in buffers.sample(t, options.references, rng)
+                                          if isinstance(r, CodeTask)]) for t in types]
+    if not conversations:
+        return [], [], [], types
+    completions = backend.generate(conversations, _sampling(options, "propose", seed))
+    checks = validate_proposals([c.text for c in completions], types, executor,
+                                min_inputs_code_f=options.min_inputs_code_f)
+    return conversations, completions, checks, types
+
+
+def draw_tasks(buffers: TaskBuffers, options: EpisodeOptions, rng: random.Random) -> list[Task]:
+    """``tasks_per_type`` buffer tasks of every configured problem type."""
+    return [task for task_type in options.problem_types
+            for task in buffers.sample(task_type, options.tasks_per_type, rng)]
+
+
+def solve(backend: GenerationBackend, executor: SandboxExecutor, tasks: Sequence[Task],
+          options: EpisodeOptions, alphas: Alphas, seed: int):
+    """Sample n solutions per task, check them, and score them; return solve samples + checks."""
+    n = options.solver_samples
+    flat_tasks = [task for task in tasks for _ in range(n)]
+    conversations = [solve_messages(task) for task in flat_tasks]
+    completions = backend.generate(conversations, _sampling(options, "solve", seed))
+    checks = check_solutions(flat_tasks, [c.text for c in completions], executor)
+    samples = []
+    for index, (task, messages, completion, check) in enumerate(
+            zip(flat_tasks, conversations, completions, checks, strict=True)):
+        length = length_reward(completion.response_tokens, max_length=options.length_max_length,
+                               penalty_threshold=options.length_penalty_threshold)
+        role = solve_reward(float(check.correct), length, alphas.alpha_s)
+        reward = format_rule_reward(well_formed=check.well_formed, passed=check.correct,
+                                    role_reward=role)
+        samples.append(RoleSample(
+            "solve", task.task_type.value, f"solve/{index // n}/{index % n}", tuple(messages),
+            completion, reward, role, check.well_formed, check.correct,
+            {"task_index": index // n, "answer": check.answer, "detail": check.detail,
+             "length_reward": length}))
+    return samples, checks
+
+
+def proposer_samples(conversations, completions, checks, types, solve_samples,
+                     options: EpisodeOptions) -> list[RoleSample]:
+    """Score proposals by learnability over their n solver samples (tasks 0..k-1 of ``solve``)."""
+    rates: dict[int, int] = {}
+    for sample in solve_samples:
+        rates.setdefault(sample.info["task_index"], 0)
+        rates[sample.info["task_index"]] += int(sample.passed)
+    samples, solved_index = [], 0
+    for index, (messages, completion, check, task_type) in enumerate(
+            zip(conversations, completions, checks, types, strict=True)):
+        role = 0.0
+        if check.valid:
+            role = learnability_reward(rates.get(solved_index, 0), options.solver_samples)
+            solved_index += 1
+        reward = format_rule_reward(well_formed=check.well_formed, passed=check.valid,
+                                    role_reward=role)
+        samples.append(RoleSample("propose", task_type.value, f"propose/{index}",
+                                  tuple(messages), completion, reward, role, check.well_formed,
+                                  check.valid, {"detail": check.detail}))
+    return samples
+
+
+def creativity_scores(backend: GenerationBackend, thinking: Sequence[str | None],
+                      options: EpisodeOptions) -> tuple[list[float], int]:
+    """The policy's greedy effort grade of each ``<think>`` text (0 when there is none).
+
+    Returns:
+        ``(scores, format_failures)``: per-dimension mean when the grader gives every
+        configured dimension, else its overall grade; unparseable replies get the neutral
+        grade and count as format failures.
+    """
+    asked = [i for i, text in enumerate(thinking) if text]
+    scores = [0.0] * len(thinking)
+    if not asked:
+        return scores, 0
+    params = SamplingParams(max_new_tokens=options.max_new_tokens["critique"], temperature=0.0,
+                            top_p=1.0)
+    replies = backend.generate([creativity_grading_messages(thinking[i]) for i in asked], params)
+    failures = 0
+    for index, reply in zip(asked, replies, strict=True):
+        evaluation = parse_grade(reply.text)
+        failures += int(not evaluation.format_ok)
+        dims = [evaluation.dimensions[d] for d in options.creativity_dimensions
+                if d in evaluation.dimensions]
+        full = options.creativity_dimensions and len(dims) == len(options.creativity_dimensions)
+        scores[index] = sum(dims) / len(dims) if full else evaluation.grade
+    return scores, failures
+
+
+def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: Sequence[RoleSample],
+             options: EpisodeOptions, alphas: Alphas, seed: int) -> tuple[list[RoleSample], int]:
+    """Critique the first ``critiques_per_task`` solutions of each task; score them."""
+    chosen = [s for s in solve_samples
+              if int(s.example_id.rsplit("/", 1)[1]) < options.critiques_per_task]
+    if not chosen:
+        return [], 0
+    conversations = [critique_messages(solve_prompt(tasks[s.info["task_index"]]),
+                                       s.completion.text) for s in chosen]
+    completions = backend.generate(conversations, _sampling(options, "critique", seed))
+    parsed = [parse_critique(c.text) for c in completions]
+    creativity, failures = [0.0] * len(parsed), 0
+    if options.creativity_enabled:
+        creativity, failures = creativity_scores(backend, [p.thinking for p in parsed], options)
+    samples = []
+    for solution, messages, completion, out, effort in zip(
+            chosen, conversations, completions, parsed, creativity, strict=True):
+        agrees = out.verdict is not None and out.verdict == solution.passed
+        role = (critique_reward(float(agrees), effort, alphas.alpha_c)
+                if options.creativity_enabled else float(agrees))
+        reward = format_rule_reward(well_formed=out.well_formed, passed=agrees, role_reward=role)
+        samples.append(RoleSample(
+            "critique", solution.task_type, f"critique/{solution.example_id}", tuple(messages),
+            completion, reward, role, out.well_formed, agrees,
+            {"solution_id": solution.example_id, "verdict": out.verdict, "creativity": effort,
+             "agreement": float(agrees)}))
+    return samples, failures
+
+
+def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: TaskBuffers,
+                options: EpisodeOptions, *, step: int, alphas: Alphas, rng: random.Random,
+                seed: int) -> Episode:
+    """Generate and score one step of self-play (see the module docstring).
+
+    Args:
+        backend: generation for every role (and the creativity grader).
+        executor: the sandbox.
+        buffers: where reference and solve tasks are drawn from (not modified here).
+        options: sizes, budgets and reward settings.
+        step: training step (decides which code types are proposed).
+        alphas: the schedule's weights at this step.
+        rng: draws tasks.
+        seed: base sampling seed of this step (each role offsets it).
+
+    Returns:
+        The scored samples, the valid new tasks and counters.
+    """
+    conversations, completions, checks, types = propose(
+        backend, executor, buffers, options, step, rng, seed)
+    new_tasks = [check.task for check in checks if check.valid]
+    tasks = [*new_tasks, *draw_tasks(buffers, options, rng)]
+    solve_samples, solution_checks = solve(backend, executor, tasks, options, alphas, seed + 1)
+    propose_samples = proposer_samples(conversations, completions, checks, types, solve_samples,
+                                       options)
+    critique_samples, grader_failures = critique(backend, tasks, solve_samples, options, alphas,
+                                                 seed + 2)
+    failures = sum(_is_executor_failure(c.detail) for c in checks if c.well_formed)
+    failures += sum(_is_executor_failure(c.detail) for c in solution_checks)
+    counters = {
+        "executor/failures": float(failures),
+        "proposals/count": float(len(checks)),
+        "proposals/valid": float(len(new_tasks)),
+        "critique/grader_format_failures": float(grader_failures),
+        "tasks/solved_per_step": float(len(tasks)),
+    }
+    return Episode(tuple(propose_samples + solve_samples + critique_samples), tuple(new_tasks),
+                   counters)

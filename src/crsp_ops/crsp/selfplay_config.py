@@ -1,0 +1,143 @@
+"""Settings of CRSP self-play training and LIMO trajectory seeding (kconfig/train.kconfig).
+
+Kconfig is the one home of every default and help text; these frozen dataclasses carry the
+types, float bounds and the cross-field checks, which raise ``ValueError`` naming the fix.
+The seed's schema sections map as ``crsp`` → ``crsp``, ``trajectory_seeding`` → ``seeding``,
+``reward_structure`` → ``reward``; ``train`` holds what the optimisation loop needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crsp_ops.config.fields import bounded
+
+ROLES = ("propose", "solve", "critique")
+KNOWN_PROBLEM_TYPES = ("code_i", "code_o", "code_f", "math")
+KNOWN_DIMENSIONS = ("diversity", "depth", "creativity", "rigor")
+ALGORITHM_NAMES = {"trrpg": "trrpg", "trrpp": "trr++"}  # config value -> algorithms.py name
+
+
+@dataclass(frozen=True)
+class CrspSettings:
+    """The ``crsp`` section: self-play tasks and the sandboxed executor."""
+
+    seed: int
+    problem_types: tuple[str, ...]
+    executor_max_workers: int
+    executor_cleanup_frequency: int
+    executor_determinism_runs: int
+    sandbox_timeout_s: float = bounded(0.0, 3600.0, open_low=True)
+    sandbox_memory_mb: int
+    sandbox_max_file_size_mb: float = bounded(0.0, 1e6, open_low=True)
+    sandbox_max_processes: int
+    sandbox_max_output_chars: int
+    min_inputs_code_f: int
+    buffer_size: int
+    propose_references: int
+    heldout_math: int
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.problem_types) - set(KNOWN_PROBLEM_TYPES))
+        if unknown or not self.problem_types:
+            raise ValueError(f"crsp.problem_types={','.join(self.problem_types)!r}: unknown "
+                             f"{unknown or 'empty list'}; use some of {list(KNOWN_PROBLEM_TYPES)}")
+        if len(set(self.problem_types)) != len(self.problem_types):
+            raise ValueError(f"crsp.problem_types lists a type twice: {self.problem_types}")
+
+
+@dataclass(frozen=True)
+class SeedingSettings:
+    """The ``seeding`` section: optional LIMO trajectory seeding (SFT) before self-play."""
+
+    enabled: bool
+    dataset_source: str  # "stage" (the limo stage's rows) | any crsp_ops.data.limo source
+    steps: int
+    learning_rate: float = bounded(0.0, 1.0, open_low=True)
+    batch_size: int
+    alpha: float = bounded(0.0, 100.0)
+    max_seq_len: int
+
+
+@dataclass(frozen=True)
+class RewardSettings:
+    """The ``reward`` section: reward structure and alpha schedule."""
+
+    alpha_decay_enabled: bool
+    alpha_schedule: str  # "rlsp_coupled" | "linear" | "constant"
+    alpha_s_start: float = bounded(0.0, 1.0)
+    alpha_c_start: float = bounded(0.0, 1.0)
+    alpha_s_end: float = bounded(0.0, 1.0)
+    alpha_c_end: float = bounded(0.0, 1.0)
+    creativity_enabled: bool
+    creativity_dimensions: tuple[str, ...]
+    length_max_length: int
+    length_penalty_threshold: int
+    advantage_eps: float = bounded(0.0, 1.0, open_low=True)
+
+    def __post_init__(self) -> None:
+        if self.length_penalty_threshold < self.length_max_length:
+            raise ValueError(
+                f"reward.length_penalty_threshold={self.length_penalty_threshold} must be >= "
+                f"reward.length_max_length={self.length_max_length}; raise the threshold")
+        unknown = sorted(set(self.creativity_dimensions) - set(KNOWN_DIMENSIONS))
+        if unknown:
+            raise ValueError(f"reward.creativity_dimensions: unknown {unknown}; use some of "
+                             f"{list(KNOWN_DIMENSIONS)}")
+        if self.alpha_decay_enabled and self.alpha_schedule == "linear" and (
+                self.alpha_s_start > self.alpha_s_end or self.alpha_c_start > self.alpha_c_end):
+            raise ValueError("reward.alpha_*_start must not exceed reward.alpha_*_end for the "
+                             "linear schedule (the weights of correctness only rise)")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The ``train`` section: the TR-RPG / TRR++ optimisation loop."""
+
+    algorithm: str  # "trrpg" | "trrpp" (TRR++)
+    steps: int
+    learning_rate: float = bounded(0.0, 1.0, open_low=True)
+    weight_decay: float = bounded(0.0, 10.0)
+    max_grad_norm: float = bounded(0.0, 1e6)
+    beta_propose: float = bounded(0.0, 100.0)
+    beta_solve: float = bounded(0.0, 100.0)
+    beta_critique: float = bounded(0.0, 100.0)
+    log_ratio_clamp: float = bounded(0.0, 100.0, open_low=True)
+    ratio_clip: float = bounded(0.0, 0.999)
+    update_epochs: int
+    micro_batch_size: int
+    solver_samples: int
+    proposals_per_step: int
+    tasks_per_type: int
+    critiques_per_task: int
+    max_new_tokens_propose: int
+    max_new_tokens_solve: int
+    max_new_tokens_critique: int
+    temperature: float = bounded(0.0, 10.0, open_low=True)
+    checkpoint_interval: int
+    keep_checkpoints: int
+    eval_interval: int
+    eval_math_tasks: int
+    sample_table_interval: int
+    backend: str  # "in_process" | "openai_server"
+    server_command: str
+    server_engine: str  # "vllm" | "sglang"
+    server_port: int
+    server_reload_interval: int
+    mixed_precision: str  # "no" | "fp16" | "bf16"
+
+    def __post_init__(self) -> None:
+        if self.proposals_per_step == 0 and self.tasks_per_type == 0:
+            raise ValueError("train.proposals_per_step and train.tasks_per_type are both 0: "
+                             "nothing would be solved; raise one of them")
+
+    @property
+    def algorithm_name(self) -> str:
+        """The name ``crsp.algorithms.get_algorithm`` knows (``trrpg`` or ``trr++``)."""
+        return ALGORITHM_NAMES[self.algorithm]
+
+    @property
+    def betas(self) -> dict[str, float]:
+        """KL beta per role."""
+        return {"propose": self.beta_propose, "solve": self.beta_solve,
+                "critique": self.beta_critique}

@@ -1,0 +1,369 @@
+"""CRSP self-play trainer: propose → validate → solve → critique → rewards → TR-RPG / TRR++.
+
+One step (``SelfPlayTrainer.train_step``):
+
+1. alphas from the schedule at this step (logged);
+2. ``episode.run_episode``: the policy proposes code tasks (validated in the sandbox), solves
+   new and buffered tasks n times, critiques some solutions; every response is scored;
+3. ``rollout_building``: responses → rollouts through the ``InferenceContext``;
+4. ``policy_update``: task-relative advantages per (task type, role), one optimizer step
+   (per ``train.update_epochs``) on the TR-RPG or TRR++ loss;
+5. valid proposals join the task buffers; a server backend reloads weights every N steps.
+
+Device placement, mixed precision and multi-GPU come from ``accelerate``: under
+``accelerate launch`` every process samples its own episode (seed + rank) and DDP averages the
+gradients; advantages are per process; only the main process writes checkpoints, tables and
+metrics (the driver gives the other ranks a ``NullTracker``). The trainer process never runs
+proposed code: the sandbox executor does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from crsp_ops.crsp.algorithms import get_algorithm
+from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
+from crsp_ops.crsp.checkpointing import (
+    latest_checkpoint,
+    load_trainer_state,
+    restore_rng,
+    rng_state,
+    save_checkpoint,
+)
+from crsp_ops.crsp.episode import Episode, EpisodeOptions, run_episode
+from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
+from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
+from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
+from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
+from crsp_ops.crsp.rollout_building import build_rollouts
+from crsp_ops.crsp.selfplay_config import CrspSettings, RewardSettings, TrainSettings
+from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
+from crsp_ops.crsp.task_buffer import TaskBuffers
+from crsp_ops.crsp.tasks import seed_tasks
+from crsp_ops.crsp.tasks.records import MathTask, Task, TaskType
+from crsp_ops.inference.context import InferenceContext
+from crsp_ops.rollouts import TrainingBatch
+from crsp_ops.tracking import NullTracker, Tracker
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SelfPlaySettings:
+    """The config sections the trainer reads."""
+
+    crsp: CrspSettings
+    reward: RewardSettings
+    train: TrainSettings
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What ``SelfPlayTrainer.train`` did."""
+
+    steps_done: int  # completed steps, resumed ones included
+    last_metrics: dict[str, float]
+    eval_metrics: dict[str, float]
+    model_dir: Path  # the final HF model directory
+
+
+def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
+    """The configured schedule; a constant one at the end values when decay is off."""
+    end = Alphas(reward.alpha_s_end, reward.alpha_c_end)
+    if not reward.alpha_decay_enabled or reward.alpha_schedule == "constant":
+        return make_alpha_schedule("constant", alpha_s=end.alpha_s, alpha_c=end.alpha_c)
+    if reward.alpha_schedule == "linear":
+        start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
+        return make_alpha_schedule("linear", start=start, end=end)
+    return make_alpha_schedule(reward.alpha_schedule)
+
+
+def make_accelerator(mixed_precision: str, device: str) -> Any:
+    """An ``Accelerator`` for ``device`` (``auto``/``cpu``/``cuda``) and mixed precision.
+
+    Raises:
+        RuntimeError: ``cuda`` asked for without CUDA (never a silent CPU fallback).
+    """
+    from accelerate import Accelerator
+
+    from crsp_ops.inference.transformers_backend import resolve_device
+
+    resolve_device(device)
+    cpu = device == "cpu" or not torch.cuda.is_available()
+    return Accelerator(mixed_precision=mixed_precision, cpu=cpu)
+
+
+def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
+    """Episode sizes and reward settings from the config sections."""
+    crsp, reward, train = settings.crsp, settings.reward, settings.train
+    return EpisodeOptions(
+        problem_types=tuple(TaskType(name) for name in crsp.problem_types),
+        proposals=train.proposals_per_step, references=crsp.propose_references,
+        tasks_per_type=train.tasks_per_type, solver_samples=train.solver_samples,
+        critiques_per_task=train.critiques_per_task,
+        max_new_tokens={"propose": train.max_new_tokens_propose,
+                        "solve": train.max_new_tokens_solve,
+                        "critique": train.max_new_tokens_critique},
+        temperature=train.temperature, min_inputs_code_f=crsp.min_inputs_code_f,
+        length_max_length=reward.length_max_length,
+        length_penalty_threshold=reward.length_penalty_threshold,
+        creativity_enabled=reward.creativity_enabled,
+        creativity_dimensions=reward.creativity_dimensions)
+
+
+def update_options(settings: SelfPlaySettings) -> UpdateOptions:
+    """Loss and optimisation settings from the config sections."""
+    train = settings.train
+    return UpdateOptions(
+        algorithm=get_algorithm(train.algorithm_name), betas=train.betas,
+        log_ratio_clamp=train.log_ratio_clamp, ratio_clip=train.ratio_clip or None,
+        advantage_eps=settings.reward.advantage_eps, micro_batch_size=train.micro_batch_size,
+        update_epochs=train.update_epochs, max_grad_norm=train.max_grad_norm)
+
+
+def make_executor(crsp: CrspSettings) -> SandboxExecutor:
+    """The sandbox pool with the configured limits."""
+    limits = SandboxLimits(timeout_s=crsp.sandbox_timeout_s, memory_mb=crsp.sandbox_memory_mb,
+                           max_file_size_mb=crsp.sandbox_max_file_size_mb,
+                           max_processes=crsp.sandbox_max_processes,
+                           max_output_chars=crsp.sandbox_max_output_chars)
+    return SandboxExecutor(limits, max_workers=crsp.executor_max_workers,
+                           cleanup_every=crsp.executor_cleanup_frequency,
+                           determinism_runs=crsp.executor_determinism_runs)
+
+
+def make_buffers(crsp: CrspSettings, math_tasks: Sequence[MathTask]) -> TaskBuffers:
+    """Buffers of the configured types: built-in seeds, plus the LIMO rows for math."""
+    seeds: dict[TaskType, list[Task]] = {}
+    for name in crsp.problem_types:
+        task_type = TaskType(name)
+        seeds[task_type] = list(seed_tasks(task_type))
+        if task_type is TaskType.MATH:
+            seeds[task_type] += list(math_tasks)
+    capacity = max([crsp.buffer_size, *(len(tasks) for tasks in seeds.values())])
+    return TaskBuffers(seeds, capacity=capacity)
+
+
+class SelfPlayTrainer:
+    """The CRSP self-play loop over one policy model (see the module docstring).
+
+    Args:
+        model: a causal LM (HF ``PreTrainedModel``), trained in place.
+        tokenizer: its tokenizer with a chat template.
+        settings: the ``crsp``, ``reward`` and ``train`` config sections.
+        out_dir: final model, checkpoints and summaries go here.
+        math_tasks: LIMO rows (training split) added to the math buffer.
+        heldout_math: held-out LIMO rows for evaluation.
+        tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
+        accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
+        generation: default from ``train.backend`` (in-process or server).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
+                 out_dir: str | Path, math_tasks: Sequence[MathTask] = (),
+                 heldout_math: Sequence[MathTask] = (), tracker: Tracker | None = None,
+                 accelerator: Any | None = None,
+                 generation: PolicyGeneration | None = None) -> None:
+        self.settings = settings
+        self.out_dir = Path(out_dir)
+        self.tokenizer = tokenizer
+        self.tracker = tracker or NullTracker()
+        self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision,
+                                                           "auto")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=settings.train.learning_rate,
+                                      weight_decay=settings.train.weight_decay)
+        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.step = 0
+        self.rng = random.Random(settings.crsp.seed + self.accelerator.process_index)
+        self.schedule = make_alpha_schedule_from(settings.reward)
+        self.episode_options = episode_options(settings)
+        self.update_options = update_options(settings)
+        self.executor = make_executor(settings.crsp)
+        self.buffers = make_buffers(settings.crsp, math_tasks)
+        self.heldout_math = list(heldout_math)[: settings.train.eval_math_tasks]
+        self.context = InferenceContext(tokenizer, logprob_semantics="processed")
+        self.generation = generation or self._default_generation()
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    @property
+    def unwrapped_model(self) -> Any:
+        """The model without accelerate/DDP wrappers (for generation and saving)."""
+        return self.accelerator.unwrap_model(self.model)
+
+    def _default_generation(self) -> PolicyGeneration:
+        train = self.settings.train
+        if train.backend == "openai_server":
+            return ServerGeneration(
+                self.unwrapped_model, self.tokenizer, weights_root=self.out_dir / "served",
+                command_template=train.server_command, engine=train.server_engine,
+                port=train.server_port + self.accelerator.process_index,
+                reload_interval=train.server_reload_interval, step=self.step)
+        return InProcessGeneration(self.unwrapped_model, self.tokenizer,
+                                   device=str(self.accelerator.device),
+                                   batch_size=train.micro_batch_size)
+
+    def resume(self, checkpoint: str | Path | None = None) -> int:
+        """Restore optimizer, step, buffers and RNG from ``checkpoint`` (default: the latest).
+
+        The model weights are loaded by whoever built the model (from the same directory).
+
+        Returns:
+            The step to continue after (0 when there is no checkpoint).
+        """
+        checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(self.out_dir)
+        if checkpoint is None:
+            return 0
+        state = load_trainer_state(checkpoint)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.buffers.load_state(state["buffers"])
+        restore_rng(state["rng"], self.rng)
+        self.step = int(state["step"])
+        logger.info("resumed from %s at step %d", checkpoint, self.step)
+        return self.step
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def alphas(self, step: int) -> Alphas:
+        """Schedule value at ``step`` (1-based): the first step gets the start, the last the end."""
+        total = self.settings.train.steps
+        return self.schedule(step - 1, max(total - 1, 1)) if total > 1 else self.schedule(1, 1)
+
+    def train(self) -> TrainResult:
+        """Run until ``train.steps``; checkpoint on schedule, at the end and on Ctrl+C/SIGTERM."""
+        metrics: dict[str, float] = {}
+        evaluation: dict[str, float] = {}
+        try:
+            while self.step < self.settings.train.steps:
+                metrics, episode = self.train_step()
+                self.step += 1
+                self._after_step(metrics, episode)
+            evaluation = self.evaluate()
+            self._log(evaluation)
+        except BaseException as error:
+            if not isinstance(error, Exception):  # KeyboardInterrupt, SIGTERM's Terminated
+                logger.warning("interrupted after step %d: saving a checkpoint", self.step)
+                self.save_checkpoint()
+            raise
+        finally:
+            self.close()
+        self.save_checkpoint()
+        model_dir = self.save_model(self.out_dir)
+        return TrainResult(self.step, metrics, evaluation, model_dir)
+
+    def train_step(self) -> tuple[dict[str, float], Episode]:
+        """One step at ``self.step + 1`` (see the module docstring); returns metrics + episode."""
+        step = self.step + 1
+        started = time.perf_counter()
+        alphas = self.alphas(step)
+        self.unwrapped_model.eval()
+        episode = run_episode(
+            self.generation.backend, self.executor, self.buffers, self.episode_options,
+            step=step, alphas=alphas, rng=self.rng,
+            seed=self.settings.crsp.seed * 1_000_003 + step * 7 + self.accelerator.process_index)
+        generated = time.perf_counter()
+        update = self._update(episode)
+        updated = time.perf_counter()
+        self.buffers.add(episode.new_tasks)
+        reloaded = self.generation.sync(step, self.unwrapped_model)
+        elapsed = time.perf_counter() - started
+        metrics = {
+            **episode_metrics(episode, self.settings.crsp.problem_types), **update,
+            "alpha_s": alphas.alpha_s, "alpha_c": alphas.alpha_c,
+            "perf/step_time_s": elapsed, "perf/generation_s": generated - started,
+            "perf/update_s": updated - generated, "generation/reloaded": float(reloaded),
+            **{f"buffer/{name}": float(size) for name, size in self.buffers.sizes().items()},
+        }
+        metrics["perf/tokens_per_s"] = (metrics["response_tokens"] + update.get("trained_tokens", 0)
+                                        ) / max(elapsed, 1e-9)
+        return metrics, episode
+
+    def _update(self, episode: Episode) -> dict[str, float]:
+        step_rollouts = build_rollouts(episode.samples, self.context, self.tokenizer)
+        context_stats = {f"context/{k}": float(v) for k, v in self.context.stats().items()}
+        self.context.reset_stats()
+        base = {"rollouts/count": float(len(step_rollouts.rollouts)),
+                "rollouts/skipped": float(step_rollouts.skipped), **context_stats,
+                "generation/policy_lag": float(self.step - self.generation.policy_step)}
+        if not step_rollouts.rollouts:
+            logger.warning("step %d produced no trainable rollout; no update", self.step + 1)
+            return base
+        batch = TrainingBatch.from_rollouts(step_rollouts.rollouts, pad_token_id=self.pad_id)
+        self.model.train()
+        update = policy_update(
+            self.model, self.optimizer, self.accelerator, batch, step_rollouts.roles,
+            step_rollouts.task_types, self.update_options,
+            temperature=policy_temperature(batch.logprob_semantics,
+                                           self.settings.train.temperature))
+        return {**base, **update, "trained_tokens": float(batch.loss_mask.sum())}
+
+    def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
+        train = self.settings.train
+        self._log(metrics)
+        if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
+            self.tracker.log_dict(sample_table(episode, self.step),
+                                  f"samples/step_{self.step:06d}.json")
+        if self.step % train.checkpoint_interval == 0:
+            self.save_checkpoint()
+        if train.eval_interval and self.step % train.eval_interval == 0 \
+                and self.step < train.steps:
+            self._log(self.evaluate())
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        if metrics and self.accelerator.is_main_process:
+            self.tracker.log_metrics(metrics, step=self.step)
+            logger.info("step %d: %s", self.step, _summary(metrics))
+
+    # ---- evaluation, checkpoints, output -------------------------------------------------
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy held-out solve rate per type (``eval/solve_rate/<type>``)."""
+        types = [TaskType(name) for name in self.settings.crsp.problem_types]
+        tasks: list[Task] = [*heldout_code_tasks(self.executor, types)]
+        if TaskType.MATH in types:
+            tasks += self.heldout_math
+        self.unwrapped_model.eval()
+        rates = evaluate_solve_rate(self.generation.backend, tasks, self.executor,
+                                    max_new_tokens=self.settings.train.max_new_tokens_solve)
+        return {f"eval/solve_rate/{name}": rate for name, rate in rates.items()}
+
+    def save_checkpoint(self) -> Path | None:
+        """Write the checkpoint of the completed steps (main process only)."""
+        self.accelerator.wait_for_everyone()
+        if not self.accelerator.is_main_process or self.step == 0:
+            return None
+        state = {"step": self.step, "optimizer": self.optimizer.state_dict(),
+                 "buffers": self.buffers.state(), "rng": rng_state(self.rng)}
+        return save_checkpoint(self.out_dir, self.step, self.unwrapped_model, self.tokenizer,
+                               state, keep=self.settings.train.keep_checkpoints)
+
+    def save_model(self, out_dir: Path) -> Path:
+        """Save the final HF model dir and ``train_summary.json`` into ``out_dir``."""
+        if self.accelerator.is_main_process:
+            self.unwrapped_model.save_pretrained(out_dir)
+            self.tokenizer.save_pretrained(out_dir)
+            summary = {"steps": self.step, "algorithm": self.settings.train.algorithm_name}
+            (Path(out_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2))
+        return Path(out_dir)
+
+    def close(self) -> None:
+        """Stop the generation backend (and server) and the sandbox pool."""
+        self.generation.close()
+        self.executor.close()
+
+
+def _summary(metrics: dict[str, float]) -> str:
+    keys = ("loss", "kl", "reward/solve/mean", "reward/propose/mean", "reward/critique/mean",
+            "perf/step_time_s")
+    return " ".join(f"{k}={metrics[k]:.4g}" for k in keys if k in metrics) or \
+        " ".join(f"{k}={v:.4g}" for k, v in metrics.items())

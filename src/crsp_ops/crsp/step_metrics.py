@@ -1,0 +1,78 @@
+"""Pure summaries of one self-play step: the metrics logged every step and the sample table."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from crsp_ops.crsp.episode import Episode, RoleSample
+from crsp_ops.crsp.selfplay_config import ROLES
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    if not values:
+        return 0.0, 0.0
+    return statistics.fmean(values), statistics.pstdev(values)
+
+
+def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str, float]:
+    """Per-role reward mean/std and response length, solve rate per type, proposal validity.
+
+    Roles or types without samples this step report 0 so every key exists at every step.
+
+    Args:
+        episode: the scored step.
+        problem_types: configured task types (each gets a ``solve_rate/<type>``).
+
+    Returns:
+        ``{"reward/solve/mean": ..., "solve_rate/code_o": ..., ...}`` plus the episode counters.
+    """
+    metrics: dict[str, float] = dict(episode.counters)
+    for role in ROLES:
+        samples = [s for s in episode.samples if s.role == role]
+        mean, std = _mean_std([s.reward for s in samples])
+        metrics[f"reward/{role}/mean"], metrics[f"reward/{role}/std"] = mean, std
+        metrics[f"reward/{role}/role_mean"] = _mean_std([s.role_reward for s in samples])[0]
+        metrics[f"response_length/{role}"] = _mean_std(
+            [s.completion.response_tokens for s in samples])[0]
+        metrics[f"format_ok/{role}"] = _mean_std([float(s.well_formed) for s in samples])[0]
+    for task_type in problem_types:
+        solved = [float(s.passed) for s in episode.samples
+                  if s.role == "solve" and s.task_type == task_type]
+        metrics[f"solve_rate/{task_type}"] = _mean_std(solved)[0]
+    count = episode.counters.get("proposals/count", 0.0)
+    metrics["proposals/valid_rate"] = episode.counters.get("proposals/valid", 0.0) / count \
+        if count else 0.0
+    critiques = [s for s in episode.samples if s.role == "critique"]
+    metrics["critique/agreement"] = _mean_std([s.info["agreement"] for s in critiques])[0]
+    metrics["critique/creativity"] = _mean_std([s.info["creativity"] for s in critiques])[0]
+    metrics["response_tokens"] = float(sum(s.completion.response_tokens for s in episode.samples))
+    return metrics
+
+
+def _last_user(sample: RoleSample) -> str:
+    return next((m["content"] for m in reversed(sample.messages) if m["role"] == "user"), "")
+
+
+def sample_table(episode: Episode, step: int) -> dict[str, Any]:
+    """Solutions with their task, critique and rewards, and the proposals (JSON-ready).
+
+    The ``columns``/``data`` layout is the one MLflow's table artifacts use.
+    """
+    critiques = {s.info["solution_id"]: s for s in episode.samples if s.role == "critique"}
+    columns = ["step", "task_type", "task", "solution", "correct", "solve_reward", "critique",
+               "verdict", "critique_reward", "agreement", "creativity"]
+    data = []
+    for sample in (s for s in episode.samples if s.role == "solve"):
+        review = critiques.get(sample.example_id)
+        data.append([
+            step, sample.task_type, _last_user(sample), sample.completion.text, sample.passed,
+            sample.reward, review.completion.text if review else None,
+            review.info["verdict"] if review else None, review.reward if review else None,
+            review.info["agreement"] if review else None,
+            review.info["creativity"] if review else None])
+    proposals = [{"task_type": s.task_type, "proposal": s.completion.text, "valid": s.passed,
+                  "reward": s.reward, "detail": s.info.get("detail", "")}
+                 for s in episode.samples if s.role == "propose"]
+    return {"step": step, "columns": columns, "data": data, "proposals": proposals}

@@ -1,0 +1,41 @@
+"""Typed field access for raw dataset rows: a wrong or missing field raises ``RowError``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from crsp_ops.data.load_result import RowError
+
+
+def required_str(row: Mapping[str, Any], key: str) -> str:
+    """Return ``row[key]`` when it is a non-empty string, else raise ``RowError``."""
+    if key not in row or row[key] is None:
+        raise RowError(f"missing field '{key}'")
+    value = row[key]
+    if not isinstance(value, str):
+        raise RowError(f"field '{key}' is {type(value).__name__}, expected str")
+    if not value.strip():
+        raise RowError(f"field '{key}' is empty")
+    return value
+
+
+def optional_str(row: Mapping[str, Any], key: str) -> str:
+    """Return ``row[key]`` as a string; absent or null gives ``""``, another type raises."""
+    value = row.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RowError(f"field '{key}' is {type(value).__name__}, expected str or null")
+    return value
+
+
+def optional_int(row: Mapping[str, Any], key: str) -> int | None:
+    """Return ``row[key]`` as an int; absent or null gives ``None``, another type raises."""
+    value = row.get(key)
+    if value is None:
+        return None
+    # bool is an int subclass; a page number of True is a data error, not page 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RowError(f"field '{key}' is {type(value).__name__}, expected int or null")
+    return value

@@ -1,0 +1,1 @@
+"""Answer grading and minibatch scoring."""

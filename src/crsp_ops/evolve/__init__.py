@@ -1,0 +1,1 @@
+"""Evolution of per-cluster steering deltas: reflector, Optuna baseline, offline proposer."""

@@ -1,0 +1,116 @@
+"""A proposer that needs no LLM: per-cluster usage contrasts plus a small trust region.
+
+Direction: clusters over-represented in long answers go down, clusters over-represented in
+correct answers go up (weighted by ``correct_weight``); the EOS cluster (0) goes up when the long
+half is no more correct than the short half (ending sooner then costs nothing), else down. The
+direction is scaled so its largest entry is ``step``.
+
+Trust region, and why: minibatch scores are noisy and a usage contrast is only a first-order
+hint, so the proposer keeps an *anchor* (the best deltas it has seen and their direction).
+After an improvement the anchor moves and the step grows; after a regression the next proposal
+restarts from the anchor with a smaller step. That turns "move the deltas" into "improve them".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from crsp_ops.evolve.proposer import Proposer
+from crsp_ops.evolve.records import Evidence, Proposal
+from crsp_ops.evolve.token_usage import ClusterCounter, usage_contrast
+from crsp_ops.steering.deltas import validate_deltas
+from crsp_ops.steering.token_rules import EOS_CLUSTER
+
+
+def usage_direction(
+    evidence: Evidence, counter: ClusterCounter, *, correct_weight: float
+) -> np.ndarray:
+    """``(K,)`` unit-max direction of change from one minibatch's answers (zeros if flat)."""
+    records = list(evidence.records)
+    counts = np.stack([counter.counts(record) for record in records])  # (N, K)
+    contrast = usage_contrast(
+        counts, [r.response_tokens for r in records], [bool(r.is_correct) for r in records]
+    )
+    direction = -contrast.long_minus_short + correct_weight * contrast.correct_minus_incorrect
+    scale = np.abs(direction).max()
+    direction = direction / scale if scale > 0 else direction
+    # EOS is (nearly) absent from answer text, so its sign comes from the correctness of lengths.
+    longer_helps = contrast.long_correct_rate > contrast.short_correct_rate
+    direction[EOS_CLUSTER] = -1.0 if longer_helps else 1.0
+    return direction
+
+
+class OfflineProposer(Proposer):
+    """Hill-climb the deltas along per-cluster usage contrasts (see the module docstring).
+
+    Args:
+        counter: per-cluster token counts of an answer.
+        clamp: keep deltas within ``[-clamp, clamp]`` (``None``: unbounded).
+        step: largest per-cluster change of the first proposal.
+        grow: step factor after an improvement.
+        shrink: step factor after a regression.
+        correct_weight: weight of the correct-vs-incorrect contrast.
+        min_step: the step never shrinks below this (the search keeps moving).
+    """
+
+    name = "offline"
+
+    def __init__(
+        self,
+        counter: ClusterCounter,
+        *,
+        clamp: float | None,
+        step: float,
+        grow: float = 1.25,
+        shrink: float = 0.5,
+        correct_weight: float = 1.0,
+        min_step: float = 0.05,
+    ) -> None:
+        if step <= 0:
+            raise ValueError(f"step must be > 0, got {step}")
+        self.counter = counter
+        self.clamp = clamp
+        self.step = step
+        self.grow = grow
+        self.shrink = shrink
+        self.correct_weight = correct_weight
+        self.min_step = min_step
+        self.anchor: dict[str, Any] | None = None  # {"deltas", "composite", "direction"}
+
+    def propose(self, evidence: Evidence) -> Proposal:
+        """Move from the best deltas seen along the usage direction measured there."""
+        composite = evidence.scores["composite_score"]
+        if self.anchor is None or composite > self.anchor["composite"]:
+            if self.anchor is not None:
+                self.step *= self.grow
+            direction = usage_direction(evidence, self.counter, correct_weight=self.correct_weight)
+            self.anchor = {
+                "deltas": dict(evidence.deltas), "composite": composite,
+                "direction": direction.tolist(),
+            }
+        else:
+            self.step = max(self.step * self.shrink, self.min_step)
+        base = np.array([self.anchor["deltas"][str(i)] for i in range(len(evidence.deltas))])
+        proposed = base + self.step * np.asarray(self.anchor["direction"])
+        deltas = validate_deltas(
+            {str(i): float(v) for i, v in enumerate(proposed)},
+            n_clusters=len(evidence.deltas), clamp=self.clamp,
+        )
+        return Proposal(
+            deltas=deltas,
+            metrics={
+                "offline_step": self.step,
+                "offline_anchor_composite": self.anchor["composite"],
+            },
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Step and anchor."""
+        return {"step": self.step, "anchor": self.anchor}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore step and anchor."""
+        self.step = float(state.get("step", self.step))
+        self.anchor = state.get("anchor")

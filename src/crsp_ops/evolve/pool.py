@@ -1,0 +1,76 @@
+"""The question pool and held-out split the loop draws from, and per-iteration minibatches."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from crsp_ops.data.financebench import load_financebench, split_pool_heldout
+from crsp_ops.data.records import FinanceBenchExample
+
+POOL_FILE = "pool.jsonl"
+HELDOUT_FILE = "heldout.jsonl"
+
+T = TypeVar("T")
+
+
+def load_pool_and_heldout(
+    source: str | Path, *, heldout_size: int, seed: int
+) -> tuple[list[FinanceBenchExample], list[FinanceBenchExample]]:
+    """Load the pool and held-out questions.
+
+    Args:
+        source: the financebench stage's directory (``pool.jsonl`` + ``heldout.jsonl``), or one
+            FinanceBench JSONL file, split here with ``heldout_size`` and ``seed``.
+        heldout_size: held-out rows when splitting a single file.
+        seed: split seed when splitting a single file.
+
+    Raises:
+        FileNotFoundError: the source (or one of the directory's two files) is missing.
+    """
+    path = Path(source)
+    if path.is_dir():
+        files = [path / POOL_FILE, path / HELDOUT_FILE]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"{path} is missing {missing}: run the financebench stage (dvc repro financebench) "
+                "or pass a FinanceBench JSONL file"
+            )
+        return [list(load_financebench(str(f), synthetic_count=0, seed=0).rows) for f in files]
+    if not path.is_file():
+        raise FileNotFoundError(f"pool {path} does not exist")
+    rows = list(load_financebench(str(path), synthetic_count=0, seed=0).rows)
+    return split_pool_heldout(rows, heldout_size=heldout_size, seed=seed)
+
+
+def select_pool(rows: Sequence[T], indices: Sequence[int] | None) -> list[T]:
+    """All rows (``None``) or the rows at these 0-based indices.
+
+    >>> select_pool(["a", "b", "c"], [2, 0])
+    ['c', 'a']
+    """
+    if indices is None:
+        return list(rows)
+    bad = [i for i in indices if not 0 <= i < len(rows)]
+    if bad:
+        raise ValueError(f"evolve.pool_indices {bad} out of range for a pool of {len(rows)}")
+    return [rows[i] for i in indices]
+
+
+def sample_minibatch(pool: Sequence[T], *, size: int, seed: int, iteration: int) -> list[T]:
+    """Draw ``size`` rows without replacement; the same (seed, iteration) gives the same draw.
+
+    >>> sample_minibatch(list(range(10)), size=3, seed=0, iteration=1) == \
+sample_minibatch(list(range(10)), size=3, seed=0, iteration=1)
+    True
+    """
+    if not pool:
+        raise ValueError("the pool is empty")
+    if size < 1:
+        raise ValueError(f"minibatch size must be >= 1, got {size}")
+    rng = random.Random(f"evolve:{seed}:{iteration}")
+    chosen = sorted(rng.sample(range(len(pool)), min(size, len(pool))))
+    return [pool[i] for i in chosen]

@@ -1,0 +1,62 @@
+"""The one interface every proposer of deltas implements, and how the loop picks one."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import Any
+
+from crsp_ops.evolve.records import Evidence, Proposal
+
+logger = logging.getLogger(__name__)
+
+
+class Proposer(ABC):
+    """Propose the next deltas from the evidence of the last iteration.
+
+    Contract: the loop calls ``propose`` once per finished iteration, in iteration order, with
+    the evidence of the deltas it just evaluated; the proposer returns validated deltas with
+    exactly the cluster ids of ``evidence.deltas`` (or a failed ``Proposal``, never invalid
+    deltas). Everything a proposer must remember across iterations is in ``state_dict`` (JSON),
+    which the loop persists after each iteration and hands to ``load_state_dict`` on resume.
+    """
+
+    name: str = "proposer"
+
+    @abstractmethod
+    def propose(self, evidence: Evidence) -> Proposal:
+        """Return the deltas to evaluate next (or a failed proposal with its reason)."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state to resume from (empty for stateless proposers)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 - stateless default
+        """Restore what ``state_dict`` returned."""
+
+
+def resolve_proposer_kind(configured: str, *, reflector_base_url: str) -> str:
+    """Turn ``auto`` into a concrete proposer and say so in the log.
+
+    >>> resolve_proposer_kind("auto", reflector_base_url="")
+    'offline'
+    >>> resolve_proposer_kind("auto", reflector_base_url="http://127.0.0.1:8000/v1")
+    'reflector'
+    """
+    if configured not in ("auto", "reflector", "optuna", "offline"):
+        raise ValueError(f"unknown proposer {configured!r}")
+    if configured == "reflector" and not reflector_base_url.strip():
+        raise ValueError(
+            "evolve.proposer=reflector needs reflector.base_url "
+            "(e.g. https://api.openai.com/v1 or an OpenAI-compatible server)"
+        )
+    if configured != "auto":
+        return configured
+    if reflector_base_url.strip():
+        logger.info("proposer: reflector at %s (evolve.proposer=auto)", reflector_base_url)
+        return "reflector"
+    logger.warning(
+        "proposer: offline (evolve.proposer=auto and no reflector endpoint is configured; "
+        "set reflector.base_url to use an LLM reflector)"
+    )
+    return "offline"

@@ -1,0 +1,75 @@
+"""Build the configured proposer (registry by name; the heavy clients load lazily)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from crsp_ops.evolve.evolve_config import parse_cluster_ranges
+from crsp_ops.evolve.proposer import Proposer
+from crsp_ops.evolve.token_usage import ClusterCounter
+
+
+def build_proposer(
+    kind: str,
+    settings,
+    *,
+    token_clusters: np.ndarray,
+    n_clusters: int,
+    initial_deltas: Mapping[str, float],
+    out_dir: Path,
+    tokenize: Callable[[str], Sequence[int]],
+) -> Proposer:
+    """Return the ``reflector``, ``optuna`` or ``offline`` proposer configured by ``settings``."""
+    builders = {"reflector": _reflector, "optuna": _optuna, "offline": _offline}
+    if kind not in builders:
+        raise ValueError(f"unknown proposer {kind!r}; use one of {sorted(builders)}")
+    return builders[kind](settings, token_clusters=token_clusters, n_clusters=n_clusters,
+                          initial_deltas=initial_deltas, out_dir=out_dir, tokenize=tokenize)
+
+
+def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
+    from crsp_ops.evolve.reflector import ReflectorProposer, make_openai_client
+
+    config = settings.reflector
+    client = make_openai_client(
+        base_url=config.base_url, api_key_env=config.api_key_env, timeout_s=config.timeout_s
+    )
+    return ReflectorProposer(
+        client, model=config.model, n_clusters=n_clusters, clamp=settings.evolve.clamp,
+        max_attempts=config.max_attempts, retry_backoff_s=config.retry_backoff_s,
+        temperature=config.temperature, max_tokens=config.max_tokens,
+        k_longest=config.k_longest, max_response_chars=config.max_response_chars,
+    )
+
+
+def _optuna(settings, *, initial_deltas, out_dir, **_unused) -> Proposer:
+    from crsp_ops.evolve.optuna_proposer import (
+        OptunaProposer,
+        make_sampler,
+        open_study,
+        resolve_storage,
+        search_ranges,
+    )
+
+    config = settings.optuna
+    study = open_study(
+        storage=resolve_storage(config.storage, out_dir), study_name=config.study_name,
+        sampler=make_sampler(config.sampler, config.seed),
+    )
+    ranges = search_ranges(
+        initial_deltas, low=config.delta_low, high=config.delta_high,
+        overrides=parse_cluster_ranges(config.cluster_ranges),
+    )
+    return OptunaProposer(study, ranges)
+
+
+def _offline(settings, *, token_clusters, n_clusters, tokenize, **_unused) -> Proposer:
+    from crsp_ops.evolve.offline_proposer import OfflineProposer
+
+    return OfflineProposer(
+        ClusterCounter(token_clusters, n_clusters, tokenize),
+        clamp=settings.evolve.clamp, step=settings.evolve.offline_step,
+    )

@@ -1,0 +1,186 @@
+"""The reflector proposer: an OpenAI-compatible LLM proposes deltas with structured outputs.
+
+The client's own retries are off (``max_retries=0``): one bounded loop here retries transport
+errors and invalid replies alike, records every attempt, and never adopts invalid deltas.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from crsp_ops.evolve.evolving_summary import SummaryEntry, append_entry, render_summary
+from crsp_ops.evolve.proposer import Proposer
+from crsp_ops.evolve.records import Evidence, Exchange, Proposal
+from crsp_ops.evolve.reflector_prompt import build_messages
+from crsp_ops.evolve.reflector_schema import parse_reply, response_format
+
+logger = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+
+
+def make_openai_client(*, base_url: str, api_key_env: str, timeout_s: float) -> Any:
+    """An ``openai.OpenAI`` client with an explicit timeout and no automatic retries.
+
+    Raises:
+        ValueError: the variable named by ``api_key_env`` is not set.
+    """
+    from openai import OpenAI
+
+    api_key = os.environ.get(api_key_env)
+    if not api_key:
+        raise ValueError(
+            f"the reflector's API key variable ${api_key_env} is not set (reflector.api_key_env);"
+            " export it (any non-empty value for a local server that ignores keys)"
+        )
+    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+
+
+class ReflectorProposer(Proposer):
+    """Ask an LLM for the next deltas and an update of its evolving summary.
+
+    Args:
+        client: an ``openai.OpenAI``-compatible client (``chat.completions.create``).
+        model: model name sent with each request.
+        n_clusters: number of cluster ids; replies must have exactly these keys.
+        clamp: clip proposed deltas to ``[-clamp, clamp]`` (``None``: no clip).
+        max_attempts: requests per iteration until a valid reply.
+        retry_backoff_s: wait before the n-th retry is ``retry_backoff_s * 2**(n-1)``.
+        temperature: sampling temperature of the replies.
+        max_tokens: reply token limit.
+        k_longest: show only the k longest responses (0 = all).
+        max_response_chars: truncate each shown response (0 = never).
+        sleep: injectable for tests.
+    """
+
+    name = "reflector"
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        model: str,
+        n_clusters: int,
+        clamp: float | None,
+        max_attempts: int,
+        retry_backoff_s: float,
+        temperature: float,
+        max_tokens: int,
+        k_longest: int,
+        max_response_chars: int,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.client = client
+        self.model = model
+        self.n_clusters = n_clusters
+        self.clamp = clamp
+        self.max_attempts = max_attempts
+        self.retry_backoff_s = retry_backoff_s
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.k_longest = k_longest
+        self.max_response_chars = max_response_chars
+        self.sleep = sleep
+        self.summary: list[SummaryEntry] = []
+
+    def propose(self, evidence: Evidence) -> Proposal:
+        """Send the four inputs; retry invalid replies; append the accepted summary."""
+        messages = build_messages(
+            cluster_descriptions=evidence.cluster_descriptions,
+            deltas=evidence.deltas,
+            summary=render_summary(self.summary),
+            records=evidence.records,
+            k_longest=self.k_longest,
+            max_response_chars=self.max_response_chars,
+        )
+        request = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_format": response_format([str(i) for i in range(self.n_clusters)]),
+        }
+        exchanges: list[Exchange] = []
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                self.sleep(min(self.retry_backoff_s * 2 ** (attempt - 2), MAX_BACKOFF_S))
+            exchange, reply = self._attempt(attempt, messages, request)
+            exchanges.append(exchange)
+            if reply is not None:
+                self.summary = append_entry(self.summary, evidence.iteration, reply.summary)
+                return Proposal(
+                    deltas=reply.deltas, summary=reply.summary, exchanges=tuple(exchanges),
+                    metrics=_usage_metrics(exchanges),
+                )
+            logger.warning("reflector attempt %d/%d rejected: %s",
+                           attempt, self.max_attempts, exchange.error)
+        return Proposal(
+            deltas=None,
+            error=f"no valid reply in {self.max_attempts} attempts; last: {exchanges[-1].error}",
+            exchanges=tuple(exchanges),
+            metrics=_usage_metrics(exchanges),
+        )
+
+    def _attempt(self, attempt: int, messages: list[dict[str, str]], request: dict[str, Any]):
+        started = time.perf_counter()
+        try:
+            response = self.client.chat.completions.create(messages=messages, **request)
+        except Exception as error:  # transport or HTTP error: retried like an invalid reply
+            if not _is_api_error(error):
+                raise
+            return Exchange(
+                attempt=attempt, messages=messages, request=request, raw_reply=None,
+                error=f"request failed: {type(error).__name__}: {error}",
+                latency_s=time.perf_counter() - started,
+            ), None
+        latency = time.perf_counter() - started
+        content = response.choices[0].message.content if response.choices else None
+        usage = getattr(response, "usage", None)
+        tokens = {
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+        }
+        try:
+            reply = parse_reply(content, n_clusters=self.n_clusters, clamp=self.clamp)
+        except ValueError as error:
+            return Exchange(attempt, messages, request, content, f"invalid reply: {error}",
+                            latency, **tokens), None
+        return Exchange(attempt, messages, request, content, None, latency, **tokens), reply
+
+    def state_dict(self) -> dict[str, Any]:
+        """The evolving summary entries."""
+        return {"summary": [[entry.iteration, entry.text] for entry in self.summary]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the evolving summary."""
+        self.summary = [SummaryEntry(int(i), str(text)) for i, text in state.get("summary", [])]
+
+    @property
+    def summary_text(self) -> str:
+        """The accumulated summary as served to the reflector."""
+        return render_summary(self.summary)
+
+
+def _is_api_error(error: Exception) -> bool:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - openai is a dependency
+        return False
+    return isinstance(error, openai.OpenAIError)
+
+
+def _usage_metrics(exchanges: list[Exchange]) -> dict[str, float]:
+    prompt = sum(exchange.prompt_tokens for exchange in exchanges)
+    completion = sum(exchange.completion_tokens for exchange in exchanges)
+    return {
+        "reflector_prompt_tokens": float(prompt),
+        "reflector_completion_tokens": float(completion),
+        "reflector_total_tokens": float(prompt + completion),
+        "reflector_latency_s": sum(exchange.latency_s for exchange in exchanges),
+        "reflector_attempts": float(len(exchanges)),
+    }

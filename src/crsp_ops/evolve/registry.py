@@ -1,0 +1,135 @@
+"""Register the best processor as an MLflow pyfunc model; move the alias only on a better score.
+
+MLflow registers models, not loose files, so the processor is logged as a pyfunc model (models
+from code, ``processor_pyfunc.py``) with the deltas, the token→cluster table and
+``processor_best.py`` as artifacts. Each version carries its held-out composite as a tag; the
+alias (``champion``) moves to the new version only when that composite beats the holder's.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SCORE_TAG = "heldout_composite_score"
+MODEL_FILE = Path(__file__).with_name("processor_pyfunc.py")
+
+
+def should_move_alias(new_score: float, holder_score: float | None) -> bool:
+    """The alias moves only to a strictly better held-out composite (or to the first version).
+
+    >>> should_move_alias(0.5, None), should_move_alias(0.5, 0.5), should_move_alias(0.6, 0.5)
+    (True, False, True)
+    """
+    return holder_score is None or new_score > holder_score
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What ``register_processor`` did."""
+
+    name: str
+    version: str
+    alias_moved: bool
+    holder_score: float | None  # the previous alias holder's score (None: there was none)
+
+
+def alias_holder_score(client: Any, name: str, alias: str) -> float | None:
+    """Held-out composite of the version holding ``alias`` (``None``: no holder or no tag)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        version = client.get_model_version_by_alias(name, alias)
+    except MlflowException:
+        return None
+    score = (version.tags or {}).get(SCORE_TAG)
+    return float(score) if score is not None else None
+
+
+def register_processor(
+    client: Any,
+    *,
+    tracking_uri: str,
+    run_id: str,
+    name: str,
+    alias: str,
+    deltas_path: Path,
+    table_path: Path,
+    processor_path: Path,
+    heldout_composite: float,
+    tags: dict[str, str],
+) -> Registration:
+    """Log the pyfunc model in run ``run_id``, register a version, maybe move the alias.
+
+    Args:
+        client: an ``MlflowClient`` on the tracking/registry URI.
+        tracking_uri: that URI (the pyfunc model is logged through MLflow's fluent API).
+        run_id: the run the model belongs to (it must be active).
+        name: registered model name.
+        alias: alias to move (e.g. ``champion``).
+        deltas_path: ``deltas_best.json``.
+        table_path: ``token_clusters.npy``.
+        processor_path: ``processor_best.py``.
+        heldout_composite: the held-out composite of these deltas.
+        tags: extra version tags (proposer, ...).
+    """
+    model_uri = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
+    holder = alias_holder_score(client, name, alias)
+    try:
+        client.get_registered_model(name)
+    except Exception:  # noqa: BLE001 - MlflowException when absent
+        client.create_registered_model(name)
+    version = client.create_model_version(
+        name, model_uri, run_id=run_id,
+        tags={SCORE_TAG: repr(float(heldout_composite)), **tags},
+    ).version
+    moved = should_move_alias(heldout_composite, holder)
+    if moved:
+        client.set_registered_model_alias(name, alias, version)
+    logger.info("registered %s v%s (held-out composite %.4f); %s %s", name, version,
+                heldout_composite, alias, "moved" if moved else f"stays (holder {holder:.4f})")
+    return Registration(name, str(version), moved, holder)
+
+
+def _log_model(
+    tracking_uri: str, run_id: str, deltas_path: Path, table_path: Path, processor_path: Path
+) -> str:
+    import mlflow
+
+    # pyfunc.log_model logs into the active fluent run: activate ours without ending it.
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_registry_uri(tracking_uri)
+    active = mlflow.active_run()
+    if active is None or active.info.run_id != run_id:
+        mlflow.start_run(run_id=run_id)
+    try:
+        info = mlflow.pyfunc.log_model(
+            name="processor_model",
+            python_model=str(MODEL_FILE),
+            artifacts={
+                "deltas": str(deltas_path),
+                "token_clusters": str(table_path),
+                "processor": str(processor_path),
+            },
+            pip_requirements=["mlflow", "numpy"],
+        )
+    finally:
+        if active is None:
+            _detach_fluent_run()
+    return info.model_uri
+
+
+def _detach_fluent_run() -> None:
+    """Forget the fluent active run without ending it (the tracker sets the final status)."""
+    from mlflow.tracking import fluent
+
+    stack = getattr(fluent, "_active_run_stack", None)
+    if stack is None:
+        return
+    active = stack.get() if hasattr(stack, "get") else stack
+    if active:
+        active.pop()

@@ -1,0 +1,98 @@
+"""Chat-template tokenization, shared by the InferenceContext and the HF backend.
+
+Both must produce the *same* prompt ids (the ids the model is fed are the ids a rollout is
+trained on), so both call :func:`encode_chat` and nothing else.
+
+Fallback when the tokenizer has no chat template: each message becomes one ``"{role}:
+{content}"`` line, followed by an ``"assistant:"`` line as the generation prompt, encoded with
+the tokenizer's own special tokens (e.g. BOS). Only a *missing* template falls back; a template
+that raises is an error, since silently changing the prompt format would corrupt rollouts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Prompt = str | Sequence[Mapping[str, str]]
+"""A user prompt string, or a chat message list (multi-turn allowed)."""
+
+FALLBACK_GENERATION_PROMPT = "assistant:"
+
+def as_messages(prompt: Prompt) -> list[dict[str, str]]:
+    """Turn a prompt string or message list into a validated message list.
+
+    Raises:
+        ValueError: nothing to tokenize (empty string, empty list, all contents blank), naming
+            the prompt; or a message without string ``role``/``content``.
+    """
+    if isinstance(prompt, str):
+        messages = [{"role": "user", "content": prompt}]
+    else:
+        messages = [dict(message) for message in prompt]
+    for position, message in enumerate(messages):
+        if not isinstance(message.get("role"), str) or not isinstance(message.get("content"), str):
+            raise ValueError(
+                f"message {position} of prompt {_preview(prompt)} needs string 'role' and "
+                f"'content' fields, got {message!r}"
+            )
+    if not any(message["content"].strip() for message in messages):
+        raise ValueError(f"nothing to tokenize: prompt {_preview(prompt)} is empty")
+    return messages
+
+
+def has_chat_template(tokenizer: Any) -> bool:
+    """True when the tokenizer carries a chat template."""
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def fallback_prompt_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """The documented no-template format: ``role: content`` lines, then ``assistant:``."""
+    lines = [f"{message['role']}: {message['content']}" for message in messages]
+    return "\n".join([*lines, FALLBACK_GENERATION_PROMPT])
+
+
+def chat_template_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> list[int]:
+    """Token ids of ``messages`` through the chat template, with the generation prompt.
+
+    transformers v5 returns a ``BatchEncoding`` from ``apply_chat_template(tokenize=True)``;
+    v4 returns a bare list. Both are accepted.
+    """
+    encoded = tokenizer.apply_chat_template(
+        list(messages), tokenize=True, add_generation_prompt=True
+    )
+    if isinstance(encoded, Mapping) or hasattr(encoded, "input_ids"):
+        encoded = encoded["input_ids"]
+    if hasattr(encoded, "tolist"):
+        encoded = encoded.tolist()
+    if encoded and isinstance(encoded[0], list):  # a batch of one conversation
+        if len(encoded) != 1:
+            raise ValueError(f"chat template returned {len(encoded)} sequences for one prompt")
+        encoded = encoded[0]
+    return [int(token_id) for token_id in encoded]
+
+
+def encode_chat(tokenizer: Any, prompt: Prompt) -> tuple[list[int], bool]:
+    """Prompt ids exactly as an engine feeds them to the model.
+
+    Returns:
+        ``(ids, used_fallback)``; ``used_fallback`` is True when the tokenizer has no chat
+        template and the ``role: content`` format was used instead.
+
+    Raises:
+        ValueError: the prompt is empty or tokenizes to nothing.
+    """
+    messages = as_messages(prompt)
+    if has_chat_template(tokenizer):
+        ids, used_fallback = chat_template_ids(tokenizer, messages), False
+    else:
+        ids = list(tokenizer.encode(fallback_prompt_text(messages), add_special_tokens=True))
+        used_fallback = True
+    if not ids:
+        raise ValueError(f"prompt {_preview(prompt)} tokenized to zero tokens")
+    return ids, used_fallback
+
+
+def _preview(prompt: Prompt, limit: int = 100) -> str:
+    text = repr(prompt)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,140 @@
+"""The request fields each engine needs to return trainable rollouts, so no caller forgets one.
+
+A rollout needs the response's token ids, one logprob per token, and the prompt ids the server
+actually used (to check them against the client-side chat template). Engines spell these
+differently; :func:`rollout_request_options` returns them ready for
+``client.chat.completions.create(**options.create_kwargs(...))``.
+
+Which distribution the returned logprobs come from (``LogprobSemantics``), by default:
+
+- ``vllm``: ``raw`` — vLLM's default ``--logprobs-mode raw_logprobs`` is computed before any
+  logits processor (so *without* our steering bias) and before temperature. Launch with
+  ``--logprobs-mode processed_logprobs`` to get ``processed`` (after bias and temperature).
+  It is a server flag, not a request field: :attr:`RolloutRequestOptions.server_args` lists it.
+- ``sglang``: ``processed`` — computed after the custom logit processor, ``logit_bias`` and
+  temperature (``SGLANG_RETURN_ORIGINAL_LOGPROB=1`` only undoes temperature); SGLang cannot
+  return raw-policy logprobs.
+- ``openai`` (any other OpenAI-compatible server): ``processed`` as far as the API says (what
+  was sampled from); no token ids, so tokens are recovered from ``logprobs.content[].token``
+  and ``bytes`` and the prompt alignment cannot be checked.
+
+Sources: shared/ENGINES.md §1 (SGLang logprobs, chat extensions), §2 (vLLM logprobs options,
+``--logprobs-mode``), §5 (OpenAI client ``extra_body`` and ``model_extra``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from crsp_ops.inference.records import LogprobSemantics
+
+Engine = Literal["vllm", "sglang", "openai"]
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "openai")
+
+_VLLM_LOGPROBS_MODE = {"raw": "raw_logprobs", "processed": "processed_logprobs"}
+
+
+@dataclass(frozen=True)
+class RolloutRequestOptions:
+    """What one engine must be asked for (and launched with) to return trainable rollouts."""
+
+    engine: Engine
+    standard_fields: Mapping[str, Any]  # OpenAI chat fields: logprobs=True
+    extra_body: Mapping[str, Any]  # engine-specific fields sent through the SDK's extra_body
+    logprob_semantics: LogprobSemantics  # which distribution the returned logprobs come from
+    server_args: tuple[str, ...] = ()  # launch flags that make logprob_semantics hold
+    returns_token_ids: bool = False  # choice carries engine token ids (no string round trip)
+    returns_prompt_token_ids: bool = False  # the server reports the prompt ids it used
+    notes: str = field(default="", compare=False)  # one-line caveat for logs
+
+    def create_kwargs(self, extra_body: Mapping[str, Any] | None = None, **fields: Any) -> dict:
+        """Keyword arguments for ``client.chat.completions.create``.
+
+        Args:
+            extra_body: caller's engine fields (e.g. steering ``vllm_xargs``); merged over ours,
+                except that a caller may not switch off a field rollouts need.
+            **fields: any other standard fields (``model``, ``messages``, ``temperature``...).
+
+        Raises:
+            ValueError: the caller's fields would disable something rollouts need.
+        """
+        for source in (fields, extra_body or {}):
+            for key, needed in {**self.standard_fields, **self.extra_body}.items():
+                if key in source and source[key] != needed:
+                    raise ValueError(
+                        f"{key}={source[key]!r} would break rollouts on {self.engine}; "
+                        f"they need {key}={needed!r}"
+                    )
+        merged_body = {**self.extra_body, **(extra_body or {})}
+        kwargs = {**fields, **self.standard_fields}
+        if merged_body:
+            kwargs["extra_body"] = merged_body
+        return kwargs
+
+
+def rollout_request_options(
+    engine: str, logprob_semantics: LogprobSemantics | None = None
+) -> RolloutRequestOptions:
+    """Request fields, launch flags and logprob semantics for rollouts from ``engine``.
+
+    Args:
+        engine: ``vllm``, ``sglang`` or ``openai`` (any other OpenAI-compatible server).
+        logprob_semantics: the semantics wanted; ``None`` takes the engine's default. Only
+            vLLM can switch (through ``--logprobs-mode``); asking another engine for semantics it
+            cannot give raises.
+
+    Raises:
+        ValueError: unknown engine, or semantics the engine cannot return.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    logprobs_only = MappingProxyType({"logprobs": True})
+    if engine == "vllm":
+        semantics = logprob_semantics or "raw"
+        if semantics not in _VLLM_LOGPROBS_MODE:
+            raise ValueError(f"vLLM returns 'raw' or 'processed' logprobs, not {semantics!r}")
+        return RolloutRequestOptions(
+            engine="vllm",
+            standard_fields=logprobs_only,
+            extra_body=MappingProxyType({
+                # choices[i].token_ids and top-level prompt_token_ids (vLLM >= 0.10.2)
+                "return_token_ids": True,
+                # logprobs.content[].token becomes "token_id:N": exact even without token_ids
+                "return_tokens_as_token_ids": True,
+            }),
+            logprob_semantics=semantics,
+            server_args=("--logprobs-mode", _VLLM_LOGPROBS_MODE[semantics]),
+            returns_token_ids=True,
+            returns_prompt_token_ids=True,
+            notes="prompt_token_ids is on the response, not the choice: pass it explicitly",
+        )
+    if engine == "sglang":
+        _require(engine, logprob_semantics, "processed")
+        return RolloutRequestOptions(
+            engine="sglang",
+            standard_fields=logprobs_only,
+            extra_body=MappingProxyType({
+                "return_token_ids": True,  # choices[i].token_ids (non-streaming only)
+                "return_prompt_token_ids": True,  # choices[i].prompt_token_ids
+            }),
+            logprob_semantics="processed",
+            returns_token_ids=True,
+            returns_prompt_token_ids=True,
+            notes="logprobs include the steering bias and temperature",
+        )
+    _require(engine, logprob_semantics, "processed")
+    return RolloutRequestOptions(
+        engine="openai",
+        standard_fields=logprobs_only,
+        extra_body=MappingProxyType({}),
+        logprob_semantics="processed",
+        notes="no token ids: tokens are recovered from logprob strings; prompt alignment unchecked",
+    )
+
+
+def _require(engine: str, wanted: LogprobSemantics | None, available: LogprobSemantics) -> None:
+    if wanted is not None and wanted != available:
+        raise ValueError(f"{engine} returns {available!r} logprobs only, not {wanted!r}")

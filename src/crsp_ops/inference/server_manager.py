@@ -1,0 +1,397 @@
+"""Start, health-check, restart and stop an OpenAI-compatible inference server.
+
+The server command runs in its own session (``start_new_session``), so its process group id is
+its pid and one ``killpg`` reaches every worker it forks (vLLM and SGLang both spawn several).
+Stopping is SIGTERM to the group, then SIGKILL after a grace period, and it happens on context
+exit, on an exception, at interpreter exit and on SIGTERM to this process. A SIGKILL of this
+process cannot be intercepted; nothing short of a supervisor can clean up after that.
+
+``command=None`` is the "already running" mode: the manager owns no process and only checks
+health (a dead server is then an error, not something it can restart).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+class ServerStartupError(RuntimeError):
+    """The server exited or never became healthy while starting."""
+
+
+class ServerDiedError(RuntimeError):
+    """The server died and could not be restarted (restart budget spent or not owned)."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How to run and probe one server."""
+
+    base_url: str  # root URL, e.g. "http://127.0.0.1:8000" (no "/v1")
+    command: tuple[str, ...] | None = None  # argv to launch; None = already running elsewhere
+    health_path: str = "/health"  # GET path that answers 200 once the server can serve
+    startup_timeout_s: float = 600.0  # how long one start may take to become healthy
+    health_interval_s: float = 0.5  # pause between health probes
+    health_request_timeout_s: float = 5.0  # timeout of one health probe
+    max_restarts: int = 2  # restarts allowed over the manager's lifetime
+    stop_grace_s: float = 15.0  # SIGTERM → SIGKILL delay
+    log_path: str | None = None  # server stdout+stderr; None = a fresh temporary file
+    env: Mapping[str, str] | None = None  # extra environment variables for the command
+    cwd: str | None = None  # working directory of the command
+
+    def __post_init__(self) -> None:
+        if self.command is not None:
+            object.__setattr__(self, "command", tuple(str(arg) for arg in self.command))
+            if not self.command:
+                raise ValueError("command is empty: give the server argv, or None if it runs")
+        if not self.health_path.startswith("/"):
+            raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
+        if self.startup_timeout_s <= 0 or self.health_interval_s <= 0:
+            raise ValueError("startup_timeout_s and health_interval_s must be > 0")
+        if self.max_restarts < 0 or self.stop_grace_s < 0:
+            raise ValueError("max_restarts and stop_grace_s must be >= 0")
+
+    @property
+    def health_url(self) -> str:
+        """The full URL of the health endpoint."""
+        return self.base_url.rstrip("/") + self.health_path
+
+
+def probe_health(url: str, timeout_s: float) -> bool:
+    """Return True when ``GET url`` answers 200 (connection errors and other codes are False)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 (loopback)
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def read_log_tail(path: str | os.PathLike | None, max_lines: int = 40) -> str:
+    """Return the last ``max_lines`` lines of a log file ('' if it is missing)."""
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-max_lines:])
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process (zombies included) is still in process group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists but owned by someone else: still alive
+        return True
+    return True
+
+
+def terminate_group(process: subprocess.Popen, grace_s: float) -> int | None:
+    """SIGTERM the process group of ``process``, then SIGKILL whatever is left after ``grace_s``.
+
+    Returns:
+        The leader's exit code (None if it could not be reaped).
+    """
+    pgid = process.pid  # start_new_session makes the leader's pid the group id
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    try:
+        process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    # Workers may outlive the leader; give them the rest of the grace period.
+    while group_alive(pgid) and time.monotonic() < deadline and process.poll() is not None:
+        time.sleep(0.05)
+    if group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+        kill_deadline = time.monotonic() + 2.0
+        while group_alive(pgid) and time.monotonic() < kill_deadline:
+            process.poll()  # reap the leader if it is the one left
+            time.sleep(0.02)
+    try:
+        return process.wait(timeout=10.0)
+    except subprocess.TimeoutExpired:
+        logger.error("server leader %d did not exit after SIGKILL", process.pid)
+        return None
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+class ServerManager:
+    """Own one server process: start it, wait for health, restart it if it dies, stop it.
+
+    Thread-safe: backend worker threads may call :meth:`ensure_running` concurrently after a
+    failed request; one of them restarts the server, the others find it healthy again.
+
+    Example:
+        >>> config = ServerConfig("http://127.0.0.1:8000", command=("vllm", "serve", "m"))
+        >>> with ServerManager(config) as server:  # doctest: +SKIP
+        ...     backend = OpenAIServerBackend(settings, server=server)
+    """
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.restarts = 0
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.RLock()
+        self._log_path = Path(config.log_path) if config.log_path else None
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def owns_process(self) -> bool:
+        """True when the manager launches the server (False in "already running" mode)."""
+        return self.config.command is not None
+
+    @property
+    def pid(self) -> int | None:
+        """Pid (= process group id) of the running server, or None."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def log_path(self) -> Path | None:
+        """File holding the server's stdout and stderr (None until first start)."""
+        return self._log_path
+
+    def is_alive(self) -> bool:
+        """True while the owned process runs (always True in "already running" mode)."""
+        if not self.owns_process:
+            return True
+        return self._process is not None and self._process.poll() is None
+
+    def is_healthy(self) -> bool:
+        """One health probe."""
+        return probe_health(self.config.health_url, self.config.health_request_timeout_s)
+
+    def log_tail(self, max_lines: int = 40) -> str:
+        """Last lines of the server log, for error messages."""
+        return read_log_tail(self._log_path, max_lines)
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> ServerManager:
+        """Launch the server (if owned) and block until it is healthy.
+
+        Raises:
+            ServerStartupError: the process exited during startup, or health did not answer 200
+                within ``startup_timeout_s`` (the process is then stopped). The message carries
+                the log tail.
+        """
+        with self._lock:
+            if self.owns_process:
+                if self.is_alive():
+                    return self
+                self._launch()
+            self._wait_healthy()
+        return self
+
+    def ensure_running(self) -> bool:
+        """Make sure the server is up; restart it if the owned process died or hangs.
+
+        Returns:
+            True when a restart happened.
+
+        Raises:
+            ServerDiedError: it died and the restart budget is spent, or it is not ours to
+                restart and does not become healthy within ``startup_timeout_s``.
+            ServerStartupError: the restart itself failed.
+        """
+        with self._lock:
+            deadline = time.monotonic() + self.config.startup_timeout_s
+            if not self.owns_process:
+                if self._poll_health_until(deadline):
+                    return False
+                raise ServerDiedError(
+                    f"server at {self.config.health_url} is not healthy and is not owned "
+                    "by this manager, so it cannot be restarted"
+                )
+            if self.is_alive() and self._poll_health_until(deadline):
+                return False
+            # Dead, or alive but unhealthy for a whole startup timeout (hung): restart.
+            code = self._process.poll() if self._process is not None else None
+            tail = self.log_tail()
+            if self.restarts >= self.config.max_restarts:
+                self._reap()
+                raise ServerDiedError(
+                    f"server down (exit code {code}) and the restart budget "
+                    f"({self.config.max_restarts}) is spent; log {self._log_path}:\n{tail}"
+                )
+            self.restarts += 1
+            logger.warning(
+                "server down (exit code %s); restart %d/%d. Log tail:\n%s",
+                code, self.restarts, self.config.max_restarts, tail,
+            )
+            self._reap()
+            self._launch()
+            self._wait_healthy()
+            return True
+
+    def stop(self) -> None:
+        """Stop the owned server and every process in its group. Safe to call twice."""
+        with self._lock:
+            self._reap()
+
+    def __enter__(self) -> ServerManager:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- internals
+    def _launch(self) -> None:
+        if self._log_path is None:
+            handle, name = tempfile.mkstemp(prefix="crsp-server-", suffix=".log")
+            os.close(handle)
+            self._log_path = Path(name)
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **(self.config.env or {})}
+        with open(self._log_path, "ab") as log:
+            log.write(f"\n=== crsp_ops: starting {' '.join(self.config.command)}\n".encode())
+            log.flush()
+            self._process = subprocess.Popen(  # noqa: S603 (argv from the user's config)
+                self.config.command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.config.cwd,
+                start_new_session=True,
+            )
+        _register(self)
+        logger.info(
+            "started server pid %d: %s (log %s)",
+            self._process.pid, " ".join(self.config.command), self._log_path,
+        )
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.config.startup_timeout_s
+        if self._poll_health_until(deadline):
+            return
+        if self.owns_process and not self.is_alive():
+            code = self._process.returncode
+            tail = self.log_tail()
+            self._reap()
+            raise ServerStartupError(
+                f"server exited with code {code} during startup: "
+                f"{' '.join(self.config.command)}\nlog {self._log_path}:\n{tail}"
+            )
+        tail = self.log_tail()
+        self._reap()
+        raise ServerStartupError(
+            f"server not healthy at {self.config.health_url} after "
+            f"{self.config.startup_timeout_s:.1f}s (health_path={self.config.health_path!r}, "
+            f"startup_timeout_s={self.config.startup_timeout_s}); log {self._log_path}:\n{tail}"
+        )
+
+    def _poll_health_until(self, deadline: float) -> bool:
+        while True:
+            if self.is_healthy():
+                return True
+            if self.owns_process and not self.is_alive():
+                return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(self.config.health_interval_s, max(0.0, deadline - time.monotonic())))
+
+    def _reap(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        code = terminate_group(process, self.config.stop_grace_s)
+        _unregister(self)
+        logger.info("stopped server pid %d (exit code %s)", process.pid, code)
+
+
+# ------------------------------------------------------------- last-resort cleanup
+# Managers with a live process; stopped at interpreter exit and on SIGTERM so that a killed
+# driver never leaves a GPU server behind.
+_LIVE: weakref.WeakSet[ServerManager] = weakref.WeakSet()
+_HOOKS_INSTALLED = False
+_HOOKS_LOCK = threading.Lock()
+
+
+def _register(manager: ServerManager) -> None:
+    _LIVE.add(manager)
+    _install_hooks()
+
+
+def _unregister(manager: ServerManager) -> None:
+    _LIVE.discard(manager)
+
+
+def _kill_all_live(grace_s: float | None = None) -> None:
+    for manager in list(_LIVE):
+        process = manager._process
+        if process is not None:
+            terminate_group(process, manager.config.stop_grace_s if grace_s is None else grace_s)
+    _LIVE.clear()
+
+
+def _install_hooks() -> None:
+    global _HOOKS_INSTALLED
+    with _HOOKS_LOCK:
+        if _HOOKS_INSTALLED:
+            return
+        _HOOKS_INSTALLED = True
+        atexit.register(_kill_all_live)
+        # Signal handlers can only be set from the main thread; only replace the default
+        # SIGTERM action (a user's own handler stays in charge).
+        if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # No locks here: the interrupted main thread may hold a manager's lock.
+    _kill_all_live(grace_s=5.0)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port that was free a moment ago (for launching a local server)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+__all__: Sequence[str] = (
+    "ServerConfig",
+    "ServerDiedError",
+    "ServerManager",
+    "ServerStartupError",
+    "free_port",
+    "group_alive",
+    "probe_health",
+    "read_log_tail",
+    "terminate_group",
+)

@@ -1,0 +1,281 @@
+"""In-process generation with a transformers causal LM: batched, left-padded, optionally steered.
+
+Prompt ids come from :func:`crsp_ops.inference.hf_chat.encode_chat`, the function the
+InferenceContext uses, so the ids fed to the model are the ids a rollout records.
+
+Logprobs: at each step ``generate`` exposes the raw logits (``output_logits``: the policy at
+temperature 1, no steering) and the processed scores (``output_scores``: after the steering
+processor and, when sampling, temperature and top-p, i.e. the distribution actually sampled
+from). Both are gathered at the chosen token; the backend's ``logprob_semantics`` picks which
+fills ``Completion.logprobs``, and both are kept in ``Completion.extra`` (``raw_logprobs``,
+``processed_logprobs``). Greedy unsteered decoding makes the two equal.
+
+:func:`completion_to_choice` renders a completion as an OpenAI-shaped chat choice (with vLLM's
+``token_ids``/``prompt_token_ids``) so rollouts from any backend go through one code path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.hf_chat import encode_chat
+from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
+from crsp_ops.inference.records import Completion, SamplingParams
+from crsp_ops.steering.token_rules import eos_token_ids
+
+logger = logging.getLogger(__name__)
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` → CUDA when available, else CPU; ``cuda[:N]`` without CUDA raises.
+
+    Raises:
+        RuntimeError: CUDA was asked for and is not available (never a silent CPU fallback).
+        ValueError: an unknown device string.
+    """
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                f"device={device!r} but CUDA is not available (torch {torch.__version__}, "
+                f"CUDA build {torch.version.cuda}); use device='cpu' or 'auto'"
+            )
+        return torch.device(device)
+    if device == "cpu":
+        return torch.device("cpu")
+    raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
+
+
+class TransformersBackend(GenerationBackend):
+    """Generate with an in-process HF model; steering through ``ClusterBiasLogitsProcessor``.
+
+    Args:
+        model: a causal LM (moved to ``device`` and put in eval mode).
+        tokenizer: its tokenizer, with the chat template the served model uses.
+        device: ``auto``, ``cpu`` or ``cuda[:N]``.
+        token_clusters: (V,) cluster id of every vocabulary token; needed for ``deltas``.
+        n_clusters: number of cluster ids (``clusters_meta.json``); default ``max id + 1``.
+        stop_token_ids: ids that end a response; default the model's EOS/end-of-turn ids
+            (``steering.token_rules.eos_token_ids``: exactly steering cluster 0).
+        logprob_semantics: which logprobs fill ``Completion.logprobs``: ``processed`` (what was
+            sampled from: after steering, temperature, top-p) or ``raw`` (the policy itself).
+        batch_size: conversations per ``generate`` call (memory bound).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        device: str = "auto",
+        token_clusters: Sequence[int] | np.ndarray | torch.Tensor | None = None,
+        n_clusters: int | None = None,
+        stop_token_ids: Sequence[int] | None = None,
+        logprob_semantics: Literal["raw", "processed"] = "processed",
+        batch_size: int = 8,
+    ) -> None:
+        if logprob_semantics not in ("raw", "processed"):
+            raise ValueError(f"logprob_semantics must be 'raw' or 'processed', "
+                             f"got {logprob_semantics!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.logprob_semantics = logprob_semantics
+        self.batch_size = batch_size
+        self.token_clusters = None if token_clusters is None else np.asarray(token_clusters)
+        self.n_clusters = n_clusters
+        if self.token_clusters is not None and n_clusters is None:
+            self.n_clusters = int(self.token_clusters.max()) + 1
+        if stop_token_ids is None:
+            stop_token_ids = eos_token_ids(tokenizer, model.generation_config.eos_token_id)
+        self.stop_ids = tuple(sorted(int(i) for i in stop_token_ids))
+        if not self.stop_ids:
+            raise ValueError("no stop token ids: the tokenizer and generation config define no EOS")
+        pad_id = tokenizer.pad_token_id
+        self.pad_id = int(pad_id) if pad_id is not None else self.stop_ids[0]
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model_dir: str | os.PathLike,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        **kwargs: Any,
+    ) -> TransformersBackend:
+        """Load a local HF model directory (model + tokenizer + chat template); never the hub.
+
+        Args:
+            model_dir: a saved model directory.
+            device: ``auto``, ``cpu`` or ``cuda[:N]``.
+            dtype: torch dtype name, or ``auto`` for the checkpoint's own.
+            **kwargs: forwarded to the constructor (``token_clusters``, ``logprob_semantics``...).
+        """
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = Path(model_dir)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} is not a saved HF model directory (no config.json)")
+        resolve_device(device)  # fail before loading weights
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=True)
+        return cls(model, tokenizer, device=device, **kwargs)
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        params: SamplingParams,
+        deltas: Sequence[float] | None = None,
+    ) -> list[Completion]:
+        """Return one completion per conversation, in order (see ``GenerationBackend``)."""
+        processors = self._steering_processors(deltas)
+        prompts = [encode_chat(self.tokenizer, conversation)[0] for conversation in conversations]
+        completions: list[Completion] = []
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
+            if params.seed is not None:  # seeded without disturbing the caller's RNG state
+                torch.manual_seed(params.seed)
+            for start in range(0, len(prompts), self.batch_size):
+                chunk = prompts[start : start + self.batch_size]
+                completions.extend(self._generate_batch(chunk, params, processors))
+        return completions
+
+    def close(self) -> None:
+        """Drop the model so its memory can be freed. Safe to call twice."""
+        self.model = None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _steering_processors(self, deltas: Sequence[float] | None) -> list[Any]:
+        if deltas is None:
+            return []
+        if self.token_clusters is None:
+            raise ValueError("deltas given but this backend was built without token_clusters")
+        if len(deltas) != self.n_clusters:
+            raise ValueError(f"{len(deltas)} deltas for a table of {self.n_clusters} clusters")
+        # imported lazily: steering is optional for plain generation
+        from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
+
+        return [ClusterBiasLogitsProcessor(self.token_clusters, deltas, n_clusters=self.n_clusters)]
+
+    def _generate_batch(
+        self, prompts: list[list[int]], params: SamplingParams, processors: list[Any]
+    ) -> list[Completion]:
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        if self.model is None:
+            raise RuntimeError("generate() after close()")
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)  # (B, P)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)  # (B, P)
+        for row, prompt in enumerate(prompts):  # left padding: every prompt ends at column P-1
+            input_ids[row, width - len(prompt) :] = torch.tensor(prompt)
+            attention_mask[row, width - len(prompt) :] = 1
+        # top_k=0 switches off HF's default top-k of 50, which vLLM and SGLang do not apply
+        sampling = (
+            {"do_sample": False, "temperature": 1.0, "top_p": 1.0}
+            if params.greedy
+            else {"do_sample": True, "temperature": params.temperature, "top_p": params.top_p,
+                  "top_k": 0}
+        )
+        config = GenerationConfig(
+            max_new_tokens=params.max_new_tokens,
+            eos_token_id=list(self.stop_ids),
+            pad_token_id=self.pad_id,
+            return_dict_in_generate=True,
+            output_scores=True,
+            output_logits=True,
+            **sampling,
+        )
+        with torch.inference_mode():
+            output = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                generation_config=config,
+                logits_processor=LogitsProcessorList(processors),
+            )
+        new_tokens = output.sequences[:, width:]  # (B, S)
+        processed = _chosen_logprobs(output.scores, new_tokens)  # (B, S)
+        raw = _chosen_logprobs(output.logits, new_tokens)  # (B, S)
+        return [
+            self._completion(prompt, new_tokens[row].tolist(), raw[row], processed[row], params)
+            for row, prompt in enumerate(prompts)
+        ]
+
+    def _completion(
+        self,
+        prompt: list[int],
+        generated: list[int],
+        raw: np.ndarray,
+        processed: np.ndarray,
+        params: SamplingParams,
+    ) -> Completion:
+        stop = next((i for i, token in enumerate(generated) if token in self.stop_ids), None)
+        length = len(generated) if stop is None else stop + 1  # keep the EOS, drop padding
+        token_ids = tuple(generated[:length])
+        raw_logprobs = tuple(float(x) for x in raw[:length])
+        processed_logprobs = tuple(float(x) for x in processed[:length])
+        return Completion(
+            text=self.tokenizer.decode(list(token_ids), skip_special_tokens=True),
+            prompt_token_ids=tuple(prompt),
+            token_ids=token_ids,
+            logprobs=processed_logprobs if self.logprob_semantics == "processed" else raw_logprobs,
+            finish_reason="stop" if stop is not None else "length",
+            logprob_semantics=self.logprob_semantics,
+            extra={"raw_logprobs": raw_logprobs, "processed_logprobs": processed_logprobs},
+        )
+
+
+def _chosen_logprobs(step_scores: Sequence[torch.Tensor], chosen: torch.Tensor) -> np.ndarray:
+    """Log-softmax of each step's scores at the chosen token: (B, S) float32 numpy."""
+    columns = [
+        torch.log_softmax(scores.float(), dim=-1).gather(1, chosen[:, step : step + 1])  # (B, 1)
+        for step, scores in enumerate(step_scores)
+    ]
+    return torch.cat(columns, dim=1).cpu().numpy().astype(np.float32)  # (B, S)
+
+
+def completion_to_choice(completion: Completion, tokenizer: Any, index: int = 0) -> dict:
+    """Render a completion as an OpenAI-shaped chat choice dict.
+
+    Fields: ``index``, ``message`` (``role``, ``content``), ``finish_reason``, ``logprobs``
+    (``content[]`` of ``token`` from ``convert_ids_to_tokens``, ``logprob``, ``bytes``,
+    ``top_logprobs=[]``; ``None`` when the completion has no logprobs), vLLM-style
+    ``token_ids`` and ``prompt_token_ids``, and ``logprob_semantics`` (ours, read by
+    ``InferenceContext.create_rollout_from_choice``).
+    """
+    logprobs = None
+    if completion.logprob_semantics != "none":
+        style = detect_piece_style(tokenizer)
+        pieces = tokenizer.convert_ids_to_tokens(list(completion.token_ids))
+        content = []
+        for token_id, piece, logprob in zip(
+            completion.token_ids, pieces, completion.logprobs, strict=True
+        ):
+            spelled = piece_to_bytes(piece, style)
+            if spelled is None:
+                spelled = tokenizer.decode([token_id]).encode("utf-8")
+            content.append(
+                {"token": piece, "logprob": logprob, "bytes": list(spelled), "top_logprobs": []}
+            )
+        logprobs = {"content": content}
+    return {
+        "index": index,
+        "message": {"role": "assistant", "content": completion.text},
+        "finish_reason": completion.finish_reason,
+        "logprobs": logprobs,
+        "token_ids": list(completion.token_ids),
+        "prompt_token_ids": list(completion.prompt_token_ids),
+        "logprob_semantics": completion.logprob_semantics,
+    }

@@ -1,0 +1,165 @@
+"""Synthetic chat corpus for the tiny base model, with terse and padded assistant answers.
+
+Every question appears as one conversation (user question, assistant answer). The answer is
+either *terse* (the answer sentence alone) or *padded* (the same sentence hedged and surrounded
+by filler: an opener, a restated question, an aside, a sign-off). The padding is content-free,
+so a steering delta that favours the end-of-turn token or penalises filler tokens shortens
+answers without losing the number: the verbosity the evolution loop is meant to remove.
+
+LIMO rows become ``<think>`` reasoning followed by the boxed answer (terse or padded);
+FinanceBench rows become a user message with the evidence passage and the question.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crsp_ops.data.financebench import render_question_prompt
+from crsp_ops.data.records import FinanceBenchExample, LimoExample
+from crsp_ops.models.special_tokens import THINK_END, THINK_START
+
+
+@dataclass(frozen=True)
+class ChatSample:
+    """One training conversation."""
+
+    user: str  # the user message
+    assistant: str  # the assistant reply (without end-of-turn; the template adds it)
+    padded: bool  # True for the verbose variant
+
+    def messages(self) -> list[dict[str, str]]:
+        """The conversation as chat-template messages."""
+        return [
+            {"role": "user", "content": self.user},
+            {"role": "assistant", "content": self.assistant},
+        ]
+
+
+@dataclass(frozen=True)
+class ChatCorpusSpec:
+    """How the corpus is drawn (values come from the config)."""
+
+    padded_fraction: float  # share of answers in the padded variant, in [0, 1]
+    max_padding_phrases: int  # padded answers: an opener plus up to this - 1 more phrases (>= 1)
+    prompt_template: str  # FinanceBench user message, with {evidence} and {question}
+    seed: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.padded_fraction <= 1.0:
+            raise ValueError(f"padded_fraction must be in [0, 1], got {self.padded_fraction}")
+        if self.max_padding_phrases < 1:
+            raise ValueError(f"max_padding_phrases must be >= 1, got {self.max_padding_phrases}")
+
+
+def answer_sentence(answer: str) -> str:
+    """The terse answer: one sentence carrying the final answer."""
+    return f"The answer is {answer}."
+
+
+def build_chat_corpus(
+    *,
+    limo_examples: Sequence[LimoExample],
+    financebench_examples: Sequence[FinanceBenchExample],
+    spec: ChatCorpusSpec,
+) -> list[ChatSample]:
+    """One conversation per example, shuffled; a seeded draw decides terse or padded.
+
+    Returns:
+        The samples; the same inputs and spec always give the same corpus.
+    """
+    rng = random.Random(spec.seed)
+    samples = []
+    for example in financebench_examples:
+        user = render_question_prompt(example, template=spec.prompt_template)
+        samples.append(_sample(rng, spec, user, example.question, answer_sentence(example.answer)))
+    for example in limo_examples:
+        reasoning = f"{THINK_START}\n{example.solution}\n{THINK_END}\n"
+        boxed = answer_sentence(f"\\boxed{{{example.answer}}}")
+        samples.append(_sample(rng, spec, example.question, example.question, boxed, reasoning))
+    rng.shuffle(samples)
+    return samples
+
+
+def corpus_texts(samples: Sequence[ChatSample]) -> list[str]:
+    """All message contents, for tokenizer training."""
+    return [text for sample in samples for text in (sample.user, sample.assistant)]
+
+
+def _sample(
+    rng: random.Random,
+    spec: ChatCorpusSpec,
+    user: str,
+    question: str,
+    sentence: str,
+    reasoning: str = "",
+) -> ChatSample:
+    if rng.random() >= spec.padded_fraction:
+        return ChatSample(user=user, assistant=reasoning + sentence, padded=False)
+    return ChatSample(
+        user=user,
+        assistant=reasoning + pad_answer(rng, question, sentence, spec.max_padding_phrases),
+        padded=True,
+    )
+
+
+def pad_answer(rng: random.Random, question: str, sentence: str, max_phrases: int) -> str:
+    """Open with a filler opener, then add up to ``max_phrases - 1`` more filler phrases.
+
+    Every padded answer opens with an opener, and one opener dominates: a model trained on
+    mostly padded answers is then verbose under greedy decoding, which is what steering has to
+    shorten. The answer sentence itself is always kept, possibly behind a hedge.
+
+    >>> pad_answer(random.Random(0), "Why?", "The answer is 4.", 1).endswith(" The answer is 4.")
+    True
+    """
+    extra = rng.sample(OPTIONAL_SLOTS, rng.randint(0, min(max_phrases - 1, len(OPTIONAL_SLOTS))))
+    parts = [_weighted(rng, OPENERS)]
+    if "restate" in extra:
+        parts.append(rng.choice(RESTATEMENTS).format(question=question.rstrip("?")))
+    if "hedge" in extra:
+        parts.append(rng.choice(HEDGES) + sentence[0].lower() + sentence[1:])
+    else:
+        parts.append(sentence)
+    if "aside" in extra:
+        parts.append(rng.choice(ASIDES))
+    if "signoff" in extra:
+        parts.append(_weighted(rng, SIGNOFFS))
+    return " ".join(parts)
+
+
+def _weighted(rng: random.Random, phrases: tuple[str, ...]) -> str:
+    # The first phrase dominates, so a model that has learned the padded style prefers it
+    # under greedy decoding: verbose greedy output is what steering has to shorten.
+    weights = [len(phrases)] + [1] * (len(phrases) - 1)
+    return rng.choices(phrases, weights=weights)[0]
+
+
+OPTIONAL_SLOTS = ("restate", "hedge", "aside", "signoff")
+OPENERS = (
+    "Great question!",
+    "Sure, I would be happy to help with that.",
+    "Let me take a careful look at this.",
+    "Thanks for asking.",
+)
+RESTATEMENTS = (
+    "You asked: {question}.",
+    "To restate the question: {question}.",
+    "The question is: {question}.",
+)
+HEDGES = (
+    "Based on the information provided, it appears that ",
+    "If I am reading this correctly, ",
+    "As far as I can tell, ",
+)
+ASIDES = (
+    "It is worth noting that this is based only on the figures given above.",
+    "Of course, you may want to double-check this against the original source.",
+    "This kind of calculation is common in financial analysis.",
+)
+SIGNOFFS = (
+    "I hope this helps! Let me know if you have any other questions.",
+    "Feel free to ask if anything is unclear.",
+    "Happy to help further.",
+)

@@ -1,0 +1,93 @@
+"""Evolve per-cluster steering deltas: minibatch → grade → score → propose, tracked in MLflow.
+
+Runs on the embedded defaults (tiny model, offline proposer) on a CPU in minutes:
+
+    crsp-ops evolve
+    crsp-ops evolve --set evolve.iterations=3 --set evolve.minibatch_size=4
+    crsp-ops evolve --set reflector.base_url=https://api.openai.com/v1   # the LLM reflector
+    crsp-ops evolve --resume outputs/evolution                          # after Ctrl+C
+    mlflow run . -e evolve --env-manager local
+
+Outputs (``--out``): deltas_current.json, deltas_best.json, processor_best.py, history.json,
+evolution_lengths.png, evolving_summary.md, reflector/iter_NNN/*, heldout.json, metrics.json,
+state.json (resume) and mlflow_run.json (the run(s) that produced them).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
+
+JOB = "evolve"
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, *, default_out: str = "outputs/evolution"
+) -> None:
+    """Add the evolve arguments (paths are relative to the project root)."""
+    parser.add_argument("--model", default="models/base", help="model directory")
+    parser.add_argument("--clusters", default="outputs/clusters", help="clusters stage output")
+    parser.add_argument("--deltas", default="outputs/deltas/deltas_initial.json",
+                        help="initial deltas JSON")
+    parser.add_argument("--pool", default="data/financebench",
+                        help="financebench stage dir (pool.jsonl + heldout.jsonl) or a JSONL file")
+    parser.add_argument("--out", default=default_out, help="output directory")
+    parser.add_argument("--resume", metavar="DIR", default=None,
+                        help="continue the run recorded in DIR (its --out); '' = a new run")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete a run already recorded in --out first (DVC stage)")
+
+
+def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
+    """Run (or resume) one evolution job."""
+    import logging
+    import sys
+
+    from crsp_ops.config import load_settings
+    from crsp_ops.evolve.loop import ProposalFailedError
+    from crsp_ops.evolve.proposer import resolve_proposer_kind
+    from crsp_ops.evolve.session import JobPaths, check_output_dir, run_job
+    from crsp_ops.paths import project_root
+    from crsp_ops.tracking import start_run, tracking_uri
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    root = project_root()
+    overrides = list(args.overrides)
+    if forced_proposer:
+        overrides.append(f"evolve.proposer={forced_proposer}")
+    resolved = load_settings(root, overrides)
+    settings = resolved.settings
+    args.resume = args.resume or None  # MLproject passes '' for "no resume"
+    out = root / (args.resume or args.out)
+    paths = JobPaths(
+        model_dir=root / args.model, clusters_dir=root / args.clusters,
+        initial_deltas=root / args.deltas, pool=root / args.pool, out_dir=out,
+        resume=args.resume is not None,
+    )
+    if args.overwrite and not paths.resume and out.is_dir():
+        import shutil
+
+        shutil.rmtree(out)
+    try:
+        check_output_dir(out, resume=paths.resume)
+    except (FileExistsError, FileNotFoundError) as error:
+        print(f"crsp-ops {JOB}: {error}", file=sys.stderr)
+        return 2
+    kind = resolve_proposer_kind(settings.evolve.proposer,
+                                 reflector_base_url=settings.reflector.base_url)
+    uri = tracking_uri(resolved) if settings.tracking.enabled else None
+    tags = {"proposer": kind, "crsp.out_dir": str(out)}
+    if paths.resume:
+        tags["crsp.resumed"] = "true"
+    try:
+        with start_run(JOB, resolved, run_name=f"{kind}-{out.name}", tags=tags) as tracker:
+            outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
+                              tracking_uri=uri)
+    except ProposalFailedError as error:
+        print(f"crsp-ops {JOB}: stopped: {error} (evolve.on_proposal_failure=stop)",
+              file=sys.stderr)
+        return 1
+    print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
+          f"{outcome.best_iteration}; outputs in {out}")
+    return 0

@@ -1,0 +1,30 @@
+"""The Optuna baseline: the evolve loop with the Optuna ask/tell proposer.
+
+Same pool, minibatch size, iteration budget, scoring and MLflow layout as ``crsp-ops evolve``
+(tag ``proposer=optuna``), so runs compare directly:
+
+    crsp-ops optuna --set evolve.iterations=8
+    crsp-ops optuna --resume outputs/optuna
+    mlflow run . -e optuna --env-manager local --experiment-name crsp-evolve
+
+The study lives in ``<out>/optuna.db`` unless ``optuna.storage`` names another (an RDB URL for
+parallel workers, or journal:<path>).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from crsp_ops.pipelines import evolve
+
+HELP = "Optuna baseline of the delta evolution (same loop, ask/tell TPE proposer)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the evolve arguments with ``outputs/optuna`` as the default output."""
+    evolve.add_arguments(parser, default_out="outputs/optuna")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the evolve job with ``evolve.proposer=optuna``."""
+    return evolve.run(args, forced_proposer="optuna")

@@ -1,0 +1,62 @@
+"""Serve a local model over an OpenAI-compatible HTTP API, steered by the clusters-stage table.
+
+For CPU users and tests: no vLLM or SGLang needed. Deltas travel with each request the vLLM way
+(``vllm_xargs.steer_deltas``) or the SGLang way (``custom_params.steer_deltas``), so the
+evolution loop runs against it with ``generation.backend=openai_server`` unchanged.
+
+Examples:
+    crsp-ops serve --model models/base --clusters outputs/clusters
+    crsp-ops serve --model models/base --port 8011 --set model.device=cpu
+
+The port and host default to those of ``generation.base_url``; the device is ``model.device``;
+responses are capped at ``generation.max_new_tokens`` unless a request says otherwise. Stop it
+with Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from crsp_ops.paths import BASE_MODEL_DIR
+
+HELP = "serve a local model over an OpenAI-compatible API with cluster steering (CPU-friendly)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` arguments."""
+    parser.add_argument("--model", default=str(BASE_MODEL_DIR), help="HF model directory")
+    parser.add_argument("--clusters", default=None,
+                        help="clusters stage output (or its token_clusters.npy); omit: no steering")
+    parser.add_argument("--port", type=int, default=None,
+                        help="default: the port of generation.base_url")
+    parser.add_argument("--host", default=None, help="default: the host of generation.base_url")
+
+
+def local_server_argv(args: argparse.Namespace, settings) -> list[str]:
+    """The ``crsp_ops.inference.local_server`` argv for these arguments and settings."""
+    from crsp_ops.models.model_ref import resolve_model_dir
+    from crsp_ops.steering.runtime_server import host_and_port, served_model_name
+
+    host, port = host_and_port(settings.generation.base_url)
+    argv = [
+        "--model", str(resolve_model_dir(args.model)),
+        "--host", args.host or host,
+        "--port", str(args.port if args.port is not None else port),
+        "--device", settings.model.device,
+        "--dtype", settings.generation.dtype,
+        "--served-model-name", served_model_name(settings.generation.served_model, args.model),
+        "--default-max-tokens", str(settings.generation.max_new_tokens),
+    ]
+    if args.clusters:
+        argv += ["--token-clusters", str(args.clusters)]
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model (and table), then serve until interrupted."""
+    from crsp_ops.config import load_settings
+    from crsp_ops.inference import local_server
+
+    settings = load_settings(overrides=args.overrides).settings
+    local_server.main(local_server_argv(args, settings))
+    return 0

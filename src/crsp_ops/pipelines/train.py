@@ -1,0 +1,102 @@
+"""CRSP self-play training (TR-RPG or TRR++) of a causal LM; DVC stage and MLflow entry `train`.
+
+Reads the model (``--model``; the newest checkpoint under ``--out`` with ``--resume``) and the
+LIMO rows of the ``limo`` stage (``--limo``; optional: without them math tasks are only the
+built-in seeds), and writes the trained model, ``checkpoints/``, ``metrics.json`` and
+``<out>.mlflow_run.json`` beside ``--out``. Every step's metrics go to the MLflow run.
+
+Tiny CPU run:
+    crsp-ops train --model models/base --out models/crsp --set train.steps=4
+    accelerate launch -m crsp_ops.cli train --set train.mixed_precision=bf16   # multi-GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``train`` arguments."""
+    parser.add_argument("--model", default="models/base", help="HF model directory to train")
+    parser.add_argument("--out", default="models/crsp", help="output directory")
+    parser.add_argument("--limo", default="data/limo", help="LIMO rows (file or directory)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest checkpoint under --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train and write the outputs; see the module docstring."""
+    from contextlib import nullcontext
+
+    from crsp_ops.config import load_settings
+    from crsp_ops.crsp.checkpointing import latest_checkpoint
+    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
+    from crsp_ops.paths import project_root
+    from crsp_ops.pipelines.stage_io import record_run
+    from crsp_ops.tracking import NullTracker, start_run
+
+    resolved = load_settings(project_root(), args.overrides)
+    settings, root = resolved.settings, resolved.root
+    out = root / args.out
+    checkpoint = latest_checkpoint(out) if args.resume else None
+    if args.resume and checkpoint is None:
+        print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
+    accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
+    model, tokenizer = load_model(checkpoint or root / args.model)
+    train_tasks, heldout_tasks = limo_math_tasks(settings, root / args.limo)
+    tags = {"crsp.algorithm": settings.train.algorithm_name,
+            "crsp.resumed_from": str(checkpoint or "")}
+    tracking = (start_run("train", resolved, tags=tags) if accelerator.is_main_process
+                else nullcontext(NullTracker()))
+    with tracking as tracker:
+        if accelerator.is_main_process:
+            record_run(out, tracker)
+        trainer = SelfPlayTrainer(
+            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train),
+            out_dir=out, math_tasks=train_tasks, heldout_math=heldout_tasks, tracker=tracker,
+            accelerator=accelerator)
+        if checkpoint is not None:
+            trainer.resume(checkpoint)
+        result = trainer.train()
+        if accelerator.is_main_process:
+            summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
+            (out / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+    print(f"trained {result.steps_done} steps; model in {result.model_dir}")
+    return 0
+
+
+def load_model(model_dir: Path):
+    """Load an HF causal LM and its tokenizer from a local directory (never the hub)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from crsp_ops.models.model_ref import resolve_model_dir
+
+    model_dir = resolve_model_dir(model_dir)
+    if not (Path(model_dir) / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json); "
+                                "run `crsp-ops base-model` or pass --model")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    return model, tokenizer
+
+
+def limo_math_tasks(settings, limo_path: Path):
+    """(training, held-out) math tasks from the LIMO rows, or ((), ()) without rows."""
+    from crsp_ops.crsp.limo_tasks import load_limo_rows, math_tasks, split_heldout
+
+    if "math" not in settings.crsp.problem_types:
+        return [], []
+    try:
+        rows = load_limo_rows("stage", limo_path, synthetic_count=settings.limo.n_synthetic,
+                              seed=settings.limo.seed, hub_split=settings.limo.hub_split)
+    except FileNotFoundError as error:
+        print(f"no LIMO rows ({error}); math tasks are the built-in seeds only")
+        return [], []
+    train_rows, heldout_rows = split_heldout(rows, settings.crsp.heldout_math)
+    return math_tasks(train_rows), math_tasks(heldout_rows)
+
+

@@ -1,0 +1,55 @@
+"""Hugging Face ``transformers`` adapter: cluster steering as a ``LogitsProcessor``.
+
+Usage::
+
+    processor = ClusterBiasLogitsProcessor(token_clusters, deltas)
+    model.generate(**inputs, logits_processor=LogitsProcessorList([processor]))
+
+``generate`` runs custom processors after its built-ins (repetition penalty, ...) and before
+temperature/top-k/top-p, so sampling draws from ``softmax((z + bias) / T)`` as on the servers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from transformers import LogitsProcessor
+
+from crsp_ops.steering.bias import ClusterBias, add_bias
+
+
+class ClusterBiasLogitsProcessor(LogitsProcessor):
+    """Add ``deltas[token_clusters]`` to the next-token scores.
+
+    Args:
+        token_clusters: ``(V,)`` cluster id of each tokenizer vocab id. Scores wider than V
+            (a model vocabulary padded beyond the tokenizer's) get no bias on the extra columns.
+        deltas: ``(K,)`` per-cluster deltas shared by every row, or ``(B, K)`` one row per
+            batch row (B must then equal the number of score rows, e.g. batch × beams).
+        n_clusters: number of cluster ids K; defaults to the length of a deltas row.
+    """
+
+    def __init__(
+        self,
+        token_clusters: np.ndarray | torch.Tensor | Sequence[int],
+        deltas: Sequence[float] | Sequence[Sequence[float]] | torch.Tensor | np.ndarray,
+        n_clusters: int | None = None,
+    ):
+        rows = np.asarray(deltas, dtype=np.float64)
+        if rows.ndim not in (1, 2):
+            raise ValueError(f"deltas must be (K,) or (B, K), got shape {rows.shape}")
+        self._per_row = rows.ndim == 2
+        self._rows = [tuple(row) for row in np.atleast_2d(rows).tolist()]
+        self._core = ClusterBias(token_clusters, n_clusters or rows.shape[-1])
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """Return ``scores (B, W)`` plus the bias, in the scores' dtype and device."""
+        if self._per_row and len(self._rows) != scores.shape[0]:
+            raise ValueError(f"{len(self._rows)} deltas rows for {scores.shape[0]} score rows")
+        # One shared row yields a (V,) bias broadcast over every score row.
+        bias = self._core.bias_for(self._rows, device=scores.device, dtype=scores.dtype)
+        # Not in place: generate() stores the same tensor as the raw logits (output_logits=True)
+        # after calling the processors, and those must stay unsteered.
+        return scores if bias is None else add_bias(scores, bias)

@@ -1,0 +1,223 @@
+"""Open the configured generation backend, steered by a clusters-stage table, and clean up.
+
+``open_backend`` is the one way drivers (evolve, held-out evaluation, benchmarks) get a
+``GenerationBackend``:
+
+- ``generation.backend = transformers``: the model runs in this process
+  (``TransformersBackend``, device ``model.device``), with the token table in its logits
+  processor;
+- ``generation.backend = openai_server``: an ``OpenAIServerBackend`` talking to
+  ``generation.base_url``. With ``generation.server_command`` set, a ``ServerManager`` starts
+  that command in its own process group (exporting ``CRSP_STEER_TOKEN_CLUSTERS``), waits for
+  health, restarts it if it dies mid-run, and stops it when the context exits. When steering
+  is expected (a clusters directory was given) and ``generation.canary`` is on, the canary runs
+  once before the backend is handed out and fails loudly if the server ignores the deltas.
+
+Whatever the context started is stopped on exit, on an exception and on Ctrl-C.
+
+Example (tiny CPU model)::
+
+    resolved = load_settings()
+    with open_backend(resolved.settings, "models/base", "outputs/clusters") as backend:
+        result = run_minibatch(examples, backend, deltas, template=prompt_template(settings),
+                               sampling=sampling_params(settings),
+                               grade=grading_from_settings(settings.scoring))
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from crsp_ops.config import Settings
+from crsp_ops.config.errors import ConfigError
+from crsp_ops.inference.backend import GenerationBackend
+from crsp_ops.inference.records import SamplingParams
+from crsp_ops.steering.runtime_server import (
+    api_key,
+    served_model_name,
+    server_argv,
+    server_root,
+    table_path,
+)
+
+logger = logging.getLogger(__name__)
+
+STEERING_ENGINES = ("vllm", "sglang")
+
+
+def prompt_template(settings: Settings) -> str:
+    """The FinanceBench user-message template with newlines decoded.
+
+    It is ``financebench.prompt_template``, the one the tiny model is trained on, so training
+    and generation always agree.
+    """
+    return settings.financebench.user_template
+
+
+def sampling_params(settings: Settings) -> SamplingParams:
+    """The ``generation`` section's sampling parameters (what minibatches decode with)."""
+    generation = settings.generation
+    return SamplingParams(
+        max_new_tokens=generation.max_new_tokens,
+        temperature=generation.temperature,
+        top_p=generation.top_p,
+        seed=generation.seed,
+    )
+
+
+@contextmanager
+def open_backend(
+    settings: Settings,
+    model_dir: str | os.PathLike,
+    clusters_dir: str | os.PathLike | None,
+) -> Iterator[GenerationBackend]:
+    """Yield the configured backend; stop everything it started when the context exits.
+
+    Args:
+        settings: the effective settings (``generation`` and ``model.device`` are read).
+        model_dir: the model directory (in-process: loaded; server: substituted for
+            ``{model_dir}`` and used as the served model name unless one is configured).
+        clusters_dir: the clusters stage output (``token_clusters.npy`` and
+            ``clusters_meta.json``), or ``None`` for an unsteered backend (deltas then raise).
+
+    Raises:
+        ConfigError: settings that cannot work (steering with ``engine=openai``, bad command).
+        crsp_ops.inference.server_manager.ServerStartupError: a started server never became
+            healthy (the message carries its log tail).
+        crsp_ops.inference.canary.SteeringCanaryError: the server does not apply the deltas.
+    """
+    from crsp_ops.models.model_ref import resolve_model_dir
+
+    model_dir = resolve_model_dir(model_dir)
+    table, n_clusters = _load_table(clusters_dir)
+    if settings.generation.backend == "transformers":
+        backend = _transformers_backend(settings, model_dir, table, n_clusters)
+        try:
+            yield backend
+        finally:
+            backend.close()
+        return
+    with ExitStack() as stack:
+        yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack)
+
+
+def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
+    if clusters_dir is None:
+        return None, None
+    from crsp_ops.steering.table import load_table_and_count
+
+    return load_table_and_count(clusters_dir)
+
+
+def _transformers_backend(
+    settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None
+) -> GenerationBackend:
+    from crsp_ops.inference.transformers_backend import TransformersBackend
+
+    generation = settings.generation
+    logger.info(
+        "in-process transformers backend: %s on %s (steering %s)",
+        model_dir, settings.model.device, "on" if table is not None else "off",
+    )
+    return TransformersBackend.from_pretrained(
+        model_dir, device=settings.model.device, dtype=generation.dtype,
+        token_clusters=table, n_clusters=n_clusters, batch_size=generation.batch_size,
+    )
+
+
+def _server_backend(
+    settings: Settings,
+    model_dir: str | os.PathLike,
+    clusters_dir: str | os.PathLike | None,
+    table: Any,
+    n_clusters: int | None,
+    stack: ExitStack,
+) -> GenerationBackend:
+    """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
+    from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
+
+    generation = settings.generation
+    steering = table is not None
+    if steering and generation.engine not in STEERING_ENGINES:
+        raise ConfigError(
+            f"generation.engine={generation.engine!r} cannot steer, but a clusters directory "
+            f"was given: set generation.engine to one of {STEERING_ENGINES} (a server with the "
+            "crsp_ops processor loaded), or run without steering"
+        )
+    server = _server_manager(settings, model_dir, clusters_dir)
+    if server is not None:
+        stack.enter_context(server)  # starts it; stops it (process group) on exit
+    backend = OpenAIServerBackend(
+        OpenAIServerSettings(
+            base_url=generation.base_url,
+            model=served_model_name(generation.served_model, model_dir),
+            engine=generation.engine,
+            api_key=api_key(generation.api_key_env),
+            max_concurrency=generation.max_concurrency,
+            request_timeout_s=generation.request_timeout_s,
+            n_clusters=n_clusters,
+        ),
+        server=server,
+        tokenizer=_local_tokenizer(model_dir),
+    )
+    stack.callback(backend.close)  # LIFO: the client closes before the server stops
+    logger.info(
+        "openai_server backend: %s (engine %s, %s, steering %s)", generation.base_url,
+        generation.engine, "started here" if server and server.owns_process else "already running",
+        "on" if steering else "off",
+    )
+    if steering and generation.canary:
+        from crsp_ops.inference.canary import run_canary
+
+        run_canary(backend, n_clusters, token_clusters=table, engine=generation.engine)
+    return backend
+
+
+def _server_manager(
+    settings: Settings, model_dir: str | os.PathLike, clusters_dir: str | os.PathLike | None
+):
+    """A manager that starts ``server_command``, or health-checks a running vLLM/SGLang server.
+
+    Returns ``None`` for a running generic OpenAI endpoint (hosted APIs have no health path).
+    """
+    from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+    from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV
+
+    generation = settings.generation
+    table = None if clusters_dir is None else str(table_path(clusters_dir))
+    if not generation.server_command and generation.engine not in STEERING_ENGINES:
+        return None
+    command = None
+    if generation.server_command:
+        command = server_argv(
+            generation.server_command, model_dir=model_dir, base_url=generation.base_url,
+            token_clusters=table,
+        )
+    return ServerManager(
+        ServerConfig(
+            base_url=server_root(generation.base_url),
+            command=command,
+            health_path=generation.health_path,
+            startup_timeout_s=generation.startup_timeout_s,
+            max_restarts=generation.server_max_restarts,
+            log_path=generation.server_log or None,
+            env={TOKEN_CLUSTERS_ENV: table} if table else None,
+        )
+    )
+
+
+def _local_tokenizer(model_dir: str | os.PathLike) -> Any | None:
+    """The model's tokenizer when ``model_dir`` is a local directory, else ``None``.
+
+    Used only for servers that return no token ids (logprob tokens are mapped back to ids).
+    """
+    if not (Path(model_dir) / "tokenizer_config.json").is_file():
+        return None
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir, local_files_only=True)

@@ -1,0 +1,89 @@
+"""`crsp-ops train` and `crsp-ops seed` end to end, tracking ON, in a scratch project root."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crsp_ops.cli import main
+from crsp_ops.config import sync_params
+from crsp_ops.paths import copy_config_tree
+from crsp_ops.pipelines.stage_io import run_record_path
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 2
+FAST = [
+    "crsp.problem_types=code_o,math", "crsp.executor_max_workers=2",
+    "crsp.executor_determinism_runs=1", "train.solver_samples=2", "train.proposals_per_step=1",
+    "train.critiques_per_task=1", "train.max_new_tokens_propose=6",
+    "train.max_new_tokens_solve=6", "train.max_new_tokens_critique=6",
+    "train.sample_table_interval=1", "train.eval_math_tasks=2", "crsp.heldout_math=2",
+    "tracking.flush_seconds=0.0",
+]
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch):
+    copy_config_tree(REPO, tmp_path)
+    sync_params(tmp_path)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(tmp_path))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    limo = tmp_path / "data" / "limo"
+    limo.mkdir(parents=True)
+    rows = [{"question": f"What is {a} + 1?", "solution": f"{a} + 1 = {a + 1}",
+             "answer": str(a + 1)} for a in range(6)]
+    (limo / "limo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def _client(root):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+
+
+def test_train_cli_logs_every_step_to_mlflow(project, tiny_model_dir):
+    args = ["train", "--model", str(tiny_model_dir), "--out", "models/crsp",
+            "--set", f"train.steps={STEPS}"]
+    for item in FAST:
+        args += ["--set", item]
+    assert main(args) == 0
+
+    out = project / "models" / "crsp"
+    assert (out / "config.json").is_file() and (out / "checkpoints" / "step-000002").is_dir()
+    run_id = json.loads(run_record_path(out).read_text())["run_id"]
+    client = _client(project)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["train.steps"] == str(STEPS)
+    for key in ("loss", "kl", "alpha_s", "alpha_c", "reward/solve/mean", "reward/solve/std",
+                "reward/propose/mean", "reward/critique/mean", "ratio_mean", "ratio_max",
+                "clip_fraction", "response_length/solve", "solve_rate/code_o",
+                "solve_rate/math", "proposals/valid_rate", "executor/failures",
+                "perf/tokens_per_s", "perf/step_time_s"):
+        steps = sorted(m.step for m in client.get_metric_history(run_id, key))
+        assert steps == list(range(1, STEPS + 1)), key
+    assert client.get_metric_history(run_id, "eval/solve_rate/math")
+    artifacts = {a.path for a in client.list_artifacts(run_id, "samples")}
+    assert artifacts == {"samples/step_000001.json", "samples/step_000002.json"}
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["steps"] == STEPS
+
+
+def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir):
+    assert main(["seed", "--model", str(tiny_model_dir), "--set", "seeding.enabled=y",
+                 "--set", "seeding.steps=3", "--set", "seeding.batch_size=2",
+                 "--set", "crsp.heldout_math=2"]) == 0
+    out = project / "models" / "seeded"
+    summary = json.loads((out / "seeding_summary.json").read_text())
+    assert summary["steps"] == 3 and summary["examples"] == 4
+    run_id = json.loads(run_record_path(out).read_text())["run_id"]
+    history = _client(project).get_metric_history(run_id, "seed/loss")
+    assert sorted(m.step for m in history) == [1, 2, 3]
+    assert (out / "config.json").is_file()
+
+
+def test_train_cli_rejects_a_missing_model(project):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        main(["train", "--model", "nowhere", "--set", "tracking.enabled=n"])

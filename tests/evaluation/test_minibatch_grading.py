@@ -1,0 +1,104 @@
+"""``grading_from_settings``: the numeric default and the LLM judge over real loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from crsp_ops.config import load_settings
+from crsp_ops.evaluation.minibatch_grading import grading_from_settings
+from crsp_ops.paths import copy_config_tree
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = tmp_path_factory.mktemp("project")
+    copy_config_tree(REPO, path)
+    return path
+
+
+@pytest.fixture
+def judge_server():
+    """A chat-completions endpoint that records requests and answers with a fixed verdict."""
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server naming)
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append(body)
+            verdict = {"is_correct": "grew 12.5" in body["messages"][0]["content"],
+                       "reasoning": "judge says so"}
+            payload = json.dumps({
+                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": json.dumps(verdict)}}],
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_numeric_default_grades_with_the_configured_tolerance(root):
+    scoring = load_settings(root, ["scoring.rel_tol=0.05"], env={}).settings.scoring
+    grading = grading_from_settings(scoring)
+    assert grading.method == "numeric"
+    assert grading.grade("The answer is $104 million.", "$100 million", "q").is_correct
+    assert not grading.grade("The answer is $110 million.", "$100 million", "q").is_correct
+    assert (grading.weights.shortness_weight, grading.weights.correctness_weight) == (0.4, 0.6)
+
+
+def test_llm_judge_is_asked_through_the_configured_endpoint(root, judge_server, monkeypatch):
+    url, seen = judge_server
+    monkeypatch.delenv("CRSP_JUDGE_KEY", raising=False)
+    scoring = load_settings(
+        root, ["scoring.correctness=llm_judge", f"scoring.judge_base_url={url}",
+               "scoring.judge_model=judge-1", "scoring.judge_api_key_env=CRSP_JUDGE_KEY"],
+        env={},
+    ).settings.scoring
+    grading = grading_from_settings(scoring)
+    right = grading.grade("It grew 12.5%.", "12.5%", "Growth?")
+    wrong = grading.grade("It grew 3%.", "12.5%", "Growth?")
+    assert (right.is_correct, wrong.is_correct) == (True, False)
+    assert right.reasoning == "judge says so"
+    assert seen[0]["model"] == "judge-1"
+    assert seen[0]["response_format"]["json_schema"]["strict"] is True
+
+
+def test_llm_judge_on_the_openai_api_needs_a_key(root, monkeypatch):
+    monkeypatch.delenv("CRSP_JUDGE_KEY", raising=False)
+    scoring = load_settings(
+        root, ["scoring.correctness=llm_judge", "scoring.judge_api_key_env=CRSP_JUDGE_KEY"], env={}
+    ).settings.scoring
+    with pytest.raises(ValueError, match="CRSP_JUDGE_KEY"):
+        grading_from_settings(scoring)
+
+
+@pytest.mark.parametrize("module_name", [
+    "crsp_ops.evaluation.minibatch", "crsp_ops.evaluation.minibatch_grading",
+    "crsp_ops.steering.steer_config", "crsp_ops.steering.runtime_server",
+    "crsp_ops.pipelines.deltas",
+])
+def test_docstring_examples(module_name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module_name))
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,49 @@
+"""`crsp-ops evolve` end to end on the tiny model: outputs, MLflow run, held-out, registry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from evolve_testkit import make_project
+
+
+@pytest.fixture()
+def project(tmp_path, evolve_inputs, monkeypatch):
+    root = make_project(tmp_path / "proj", evolve_inputs)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return root
+
+
+SMALL = ["--set", "evolve.iterations=3", "--set", "evolve.minibatch_size=4",
+         "--set", "evolve.heldout_size=4", "--set", "generation.max_new_tokens=40"]
+
+
+@pytest.mark.slow  # ~90 s: the whole job with MLflow, held-out and a registered pyfunc model
+def test_evolve_offline_writes_outputs_and_tracks_run(project):
+    from mlflow.tracking import MlflowClient
+
+    from crsp_ops.cli import main
+
+    assert main(["evolve", *SMALL]) == 0
+    out = project / "outputs" / "evolution"
+    history = json.loads((out / "history.json").read_text())
+    assert [row["iteration"] for row in history] == [0, 1, 2]
+    assert (out / "processor_best.py").read_text().startswith('"""Cluster steering')
+    best = json.loads((out / "deltas_best.json").read_text())
+    assert best == max(history, key=lambda r: r["scores"]["composite_score"])["deltas"]
+    run_info = json.loads((out / "mlflow_run.json").read_text())
+    client = MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
+    run = client.get_run(run_info["run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["proposer"] == "offline"
+    steps = [m.step for m in client.get_metric_history(run.info.run_id, "composite_score")]
+    assert steps == [0, 1, 2]
+    assert "heldout_best_composite_score" in run.data.metrics
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"evolution_lengths.png", "deltas_best.json", "processor_best.py",
+            "history.json"} <= artifacts
+    version = client.get_model_version_by_alias("crsp-steering-processor", "champion")
+    assert version.run_id == run.info.run_id

@@ -1,0 +1,140 @@
+"""The loop's persistence and resume, and the offline and Optuna proposers (fake twin backend)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from evolve_testkit import fake_evaluate
+
+from crsp_ops.evolve.loop import LoopConfig, ProposalFailedError, run_evolution
+from crsp_ops.evolve.offline_proposer import OfflineProposer
+from crsp_ops.evolve.optuna_proposer import OptunaProposer, make_sampler, open_study, search_ranges
+from crsp_ops.evolve.proposer import Proposer
+from crsp_ops.evolve.records import Proposal
+from crsp_ops.evolve.store import EvolutionStore
+from crsp_ops.evolve.token_usage import ClusterCounter
+
+K = 4
+INITIAL = {"0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0}
+DESCRIPTIONS = {str(i): {"description": f"c{i}"} for i in range(K)}
+
+
+def run(tmp_path, proposer, iterations, evaluate=fake_evaluate, stop=False):
+    store = EvolutionStore(tmp_path, np.arange(K), K)
+    return run_evolution(
+        pool=list(range(20)), evaluate=evaluate, proposer=proposer, store=store,
+        initial_deltas=INITIAL, cluster_descriptions=DESCRIPTIONS,
+        config=LoopConfig(iterations=iterations, minibatch_size=4, seed=1, stop_on_failure=stop),
+    )
+
+
+def offline():
+    return OfflineProposer(ClusterCounter(np.arange(K), K, tokenize=lambda t: []), clamp=5.0,
+                           step=0.5)
+
+
+def test_offline_proposer_improves_not_just_moves(tmp_path):
+    outcome = run(tmp_path, offline(), iterations=6)
+    first = outcome.history[0].scores["composite_score"]
+    assert outcome.best_composite > first
+    assert outcome.best_deltas["2"] < 0  # the filler cluster went down ...
+    assert outcome.best_deltas["1"] >= 0  # ... the answer cluster was not pushed down
+    written = json.loads((tmp_path / "deltas_best.json").read_text())
+    assert written == outcome.best_deltas
+    assert (tmp_path / "evolution_lengths.png").stat().st_size > 1000
+
+
+class Interrupting(Proposer):
+    """Wraps a proposer; raises KeyboardInterrupt in the evaluation of one iteration."""
+
+    name = "offline"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def propose(self, evidence):
+        return self.inner.propose(evidence)
+
+    def state_dict(self):
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state):
+        self.inner.load_state_dict(state)
+
+
+def test_interrupt_flushes_best_and_resume_does_not_repeat(tmp_path):
+    calls = []
+
+    def evaluate(examples, deltas):
+        calls.append(dict(deltas))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return fake_evaluate(examples, deltas)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, Interrupting(offline()), iterations=5, evaluate=evaluate)
+    assert json.loads((tmp_path / "state.json").read_text())["next_iteration"] == 2
+    assert (tmp_path / "processor_best.py").exists()
+    interrupted_current = json.loads((tmp_path / "deltas_current.json").read_text())
+
+    calls.clear()
+    outcome = run(tmp_path, Interrupting(offline()), iterations=5,
+                  evaluate=lambda ex, d: (calls.append(dict(d)), fake_evaluate(ex, d))[1])
+    assert len(calls) == 3  # iterations 2, 3, 4 only
+    assert calls[0] == interrupted_current
+    assert [row.iteration for row in outcome.history] == [0, 1, 2, 3, 4]
+    uninterrupted = run(tmp_path / "fresh", offline(), iterations=5)
+    assert [r.deltas for r in outcome.history] == [r.deltas for r in uninterrupted.history]
+
+
+class Failing(Proposer):
+    name = "failing"
+
+    def propose(self, evidence):
+        return Proposal(deltas=None, error="no luck")
+
+
+def test_failed_proposals_keep_last_good_deltas_or_stop(tmp_path):
+    outcome = run(tmp_path / "continue", Failing(), iterations=3)
+    assert [r.deltas for r in outcome.history] == [INITIAL] * 3
+    assert all(r.proposal_failed for r in outcome.history)
+    with pytest.raises(ProposalFailedError, match="no luck"):
+        run(tmp_path / "stop", Failing(), iterations=3, stop=True)
+    rows = json.loads((tmp_path / "stop" / "history.json").read_text())
+    assert len(rows) == 1 and rows[0]["proposal_failed"]
+
+
+def test_resume_refuses_another_proposer(tmp_path):
+    run(tmp_path, offline(), iterations=1)
+    with pytest.raises(ValueError, match="same proposer"):
+        run(tmp_path, Failing(), iterations=2)
+
+
+def optuna_proposer(path, seed=0):
+    study = open_study(storage=f"sqlite:///{path / 'optuna.db'}", study_name="s",
+                       sampler=make_sampler("tpe", seed))
+    return OptunaProposer(study, search_ranges(INITIAL, low=-2, high=2, overrides={}))
+
+
+def test_optuna_enqueues_initial_first_and_resumes_its_study(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        calls = []
+
+        def evaluate(examples, deltas):
+            calls.append(1)
+            if len(calls) == 4:
+                raise KeyboardInterrupt
+            return fake_evaluate(examples, deltas)
+
+        run(tmp_path, optuna_proposer(tmp_path), iterations=6, evaluate=evaluate)
+    outcome = run(tmp_path, optuna_proposer(tmp_path), iterations=6)
+    study = optuna_proposer(tmp_path).study
+    trials = study.trials
+    assert trials[0].params == {f"delta_{i}": 0.0 for i in range(K)}  # the initial deltas
+    complete = [t for t in trials if t.value is not None]
+    assert [t.number for t in complete] == [0, 1, 2, 3, 4, 5]  # none repeated, none skipped
+    for row, trial in zip(outcome.history, complete, strict=True):
+        assert row.deltas == {str(i): trial.params[f"delta_{i}"] for i in range(K)}
+        assert row.scores["composite_score"] == pytest.approx(trial.value)

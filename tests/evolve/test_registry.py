@@ -1,0 +1,52 @@
+"""Registry: each best processor is a pyfunc version; the alias moves only to a better score."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crsp_ops.evolve.registry import register_processor, should_move_alias
+from crsp_ops.steering.codegen import write_processor
+from crsp_ops.steering.deltas import save_deltas
+
+
+def test_alias_rule():
+    assert should_move_alias(0.1, None)
+    assert not should_move_alias(0.5, 0.5)
+    assert not should_move_alias(0.4, 0.5)
+    assert should_move_alias(0.51, 0.5)
+
+
+def test_champion_moves_only_on_better_heldout_composite(tmp_path, monkeypatch):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri, registry_uri=uri)
+    experiment = client.create_experiment("e", artifact_location=(tmp_path / "art").as_uri())
+    table = np.array([0, 1, 2, 2, 1], dtype=np.int64)
+    np.save(tmp_path / "token_clusters.npy", table)
+    versions = []
+    for score, deltas in ((0.5, [0.0, 1.0, -1.0]), (0.4, [0.0, 2.0, -2.0]),
+                          (0.6, [0.5, 0.0, -3.0])):
+        run_id = client.create_run(experiment).info.run_id
+        folder = tmp_path / run_id
+        deltas_path = save_deltas(folder / "deltas_best.json",
+                                  {str(i): v for i, v in enumerate(deltas)})
+        processor = write_processor(folder / "processor_best.py", table, deltas, n_clusters=3)
+        registration = register_processor(
+            client, tracking_uri=uri, run_id=run_id, name="proc", alias="champion",
+            deltas_path=deltas_path, table_path=tmp_path / "token_clusters.npy",
+            processor_path=processor, heldout_composite=score, tags={"proposer": "offline"},
+        )
+        assert client.get_run(run_id).info.status == "RUNNING"  # the tracker ends it, not us
+        versions.append(registration)
+        champion = client.get_model_version_by_alias("proc", "champion")
+        if score == 0.4:
+            assert not registration.alias_moved and str(champion.version) == versions[0].version
+        else:
+            assert registration.alias_moved and str(champion.version) == registration.version
+    assert [v.version for v in versions] == ["1", "2", "3"]
+    model = mlflow.pyfunc.load_model("models:/proc@champion")
+    assert model.predict([0, 1, 2, 3, 4]) == [0.5, 0.0, -3.0, -3.0, 0.0]
+    assert mlflow.active_run() is None
