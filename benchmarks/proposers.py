@@ -41,11 +41,11 @@ def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
     from crsp_ops.paths import copy_config_tree
 
     done = project / ".stages_done"
+    project.mkdir(parents=True, exist_ok=True)
+    copy_config_tree(REPO, project)  # every run: options added since the build must load
+    sync_params(project)
     if done.exists():
         return project
-    project.mkdir(parents=True, exist_ok=True)
-    copy_config_tree(REPO, project)
-    sync_params(project)
     env = {**os.environ, "CRSP_OPS_ROOT": str(project), "HF_HUB_OFFLINE": "1"}
     for stage in STAGES:
         print(f"# building stage: crsp-ops {' '.join(stage)}", file=sys.stderr)
@@ -115,7 +115,8 @@ def evolve_once(harness: Harness, kind: str, seed: int, iterations: int, out: Pa
         pool=harness.pool, evaluate=harness.evaluate, proposer=proposer, store=store,
         initial_deltas=harness.initial, cluster_descriptions=harness.clusters.descriptions,
         config=LoopConfig(iterations=iterations, minibatch_size=settings.evolve.minibatch_size,
-                          seed=seed, stop_on_failure=False),
+                          seed=seed, stop_on_failure=False,
+                          paired_best=settings.evolve.paired_best),
     )
 
 

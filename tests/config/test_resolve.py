@@ -5,6 +5,7 @@ import yaml
 
 from crsp_ops.cli import main
 from crsp_ops.config import ConfigError, load_settings, schema_for, sync_params
+from crsp_ops.config.params_file import read_params, write_params
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,7 +74,8 @@ def test_float_strings_are_parsed_and_range_checked(project):
         ("CONFIG_LIMO_SEED=1\nthis is not kconfig\n", r"\.config:2: malformed line 'this is not kconfig'"),
         ("CONFIG_LIMO_SOURCE=synthetic\n", r"\.config:1: CONFIG_LIMO_SOURCE=synthetic: strings must be quoted"),
         ("CONFIG_TRACKING_ENABLED=maybe\n", r"\.config:1: CONFIG_TRACKING_ENABLED=maybe: expected y or n"),
-        ("CONFIG_MODEL_TINY_HEADS=3\n", r"model.tiny_heads=3 must divide model.tiny_hidden_size=128"),
+        ("CONFIG_MODEL_TINY_HEADS=3\nCONFIG_MODEL_TINY_KV_HEADS=3\n", r"model.tiny_heads=3 must divide model.tiny_hidden_size=128"),
+        ("CONFIG_MODEL_TINY_KV_HEADS=3\n", r"model.tiny_kv_heads=3 must divide model.tiny_heads=4"),
     ],
 )
 def test_bad_dotconfig_errors_and_sync_writes_nothing(project, dotconfig, message):
@@ -84,27 +86,42 @@ def test_bad_dotconfig_errors_and_sync_writes_nothing(project, dotconfig, messag
     assert snapshot(project) == before
 
 
+REMOVE = object()
+
+
 @pytest.mark.parametrize(
-    ("edit", "message"),
+    ("section", "key", "value", "message"),
     [
-        (("limo:", "limo:\n  bogus: 1"), r"params.yaml: unknown option limo.bogus"),
-        (("  n_synthetic: 400", "  n_synthetic: many"), r"params.yaml: limo.n_synthetic = 'many': expected an integer"),
-        (("  n_synthetic: 400", "  n_synthetic: true"), r"limo.n_synthetic = True: expected an integer"),
-        (("  heldout_size: 32", "  heldout_size: -1"), r"financebench.heldout_size = -1: out of range"),
-        (("  hub_split: train\n", ""), r"missing options \['limo.hub_split'\].*config sync"),
-        (("limo:", "limo: [1, 2]\nx:"), r"not valid YAML|must be a mapping"),
+        ("limo", "bogus", 1, r"params.yaml: unknown option limo.bogus"),
+        ("limo", "n_synthetic", "many", r"params.yaml: limo.n_synthetic = 'many': expected an integer"),
+        ("limo", "n_synthetic", True, r"limo.n_synthetic = True: expected an integer"),
+        ("financebench", "heldout_size", -1, r"financebench.heldout_size = -1: out of range"),
+        ("limo", "hub_split", REMOVE, r"missing options \['limo.hub_split'\].*config sync"),
     ],
 )
-def test_bad_params_yaml_is_an_error_naming_key_value_file(project, edit, message):
+def test_bad_params_yaml_is_an_error_naming_key_value_file(project, section, key, value, message):
     path = project / "params.yaml"
-    path.write_text(path.read_text().replace(*edit, 1))
+    data, sha = read_params(path)
+    if value is REMOVE:
+        del data[section][key]
+    else:
+        data[section][key] = value
+    write_params(path, data, sha)
     with pytest.raises(ConfigError, match=message):
         load_settings(project)
 
 
+@pytest.mark.parametrize("text", ["limo: [1, 2\n", "limo: [1, 2]\n", "- just a list\n"])
+def test_malformed_params_yaml_is_an_error_naming_the_file(project, text):
+    (project / "params.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"params.yaml: (not valid YAML|section 'limo' must be a mapping|expected a mapping)"):
+        load_settings(project)
+
+
 def test_params_out_of_sync_with_dotconfig_names_the_fix(project):
+    default = load_settings(project).settings.limo.n_synthetic
     (project / ".config").write_text("CONFIG_LIMO_N_SYNTHETIC=9\n")
-    with pytest.raises(ConfigError, match=r"out of sync.*limo.n_synthetic is 400 in params.yaml but 9 in .config.*crsp-ops config sync"):
+    with pytest.raises(ConfigError, match=rf"out of sync.*limo.n_synthetic is {default} in params.yaml but 9 in .config.*crsp-ops config sync"):
         load_settings(project)
     sync_params(project)
     assert load_settings(project).settings.limo.n_synthetic == 9

@@ -4,12 +4,12 @@ import math
 
 import pytest
 import torch
-from conftest import ScriptedGeneration
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.crsp.checkpointing import latest_checkpoint, load_trainer_state
 from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
 from crsp_ops.crsp.tasks.records import TaskType
+from tests.crsp.conftest import ScriptedGeneration
 
 
 def _trainer(model_dir, settings, out_dir, scripted=True):

@@ -67,7 +67,7 @@ def test_train_cli_logs_every_step_to_mlflow(project, tiny_model_dir):
     assert client.get_metric_history(run_id, "eval/solve_rate/math")
     artifacts = {a.path for a in client.list_artifacts(run_id, "samples")}
     assert artifacts == {"samples/step_000001.json", "samples/step_000002.json"}
-    metrics = json.loads((out / "metrics.json").read_text())
+    metrics = json.loads(out.with_name(out.name + ".metrics.json").read_text())
     assert metrics["steps"] == STEPS
 
 

@@ -105,3 +105,31 @@ def fake_evaluate(examples, deltas, *, filler_cluster: str = "2", scale: float =
     mean = float(np.mean([r.response_tokens for r in records]))
     short = 1.0 / (1.0 + mean / scale)
     return FakeResult(tuple(records), FakeScores(mean, 1.0, short, 0.4 * short + 0.6))
+
+
+def fake_evaluate_truncating(examples, deltas, *, scale: float = 20.0):
+    """A twin where correctness depends on the deltas: EOS (cluster 0) can cut answers short.
+
+    Each answer = 4 working tokens (cluster 3) + 3 answer tokens (cluster 1) + filler
+    (cluster 2, fewer as its delta falls). A positive EOS delta ends answers sooner: it drops
+    ``4 * delta`` filler tokens, and beyond a per-example limit (1.0, 1.5 or 2.0) the answer is
+    cut off and wrong. Shorter is better only while answers stay correct.
+    """
+    eos = deltas["0"]
+    records = []
+    for example in examples:
+        variant = int(example) % 3
+        filler = max(0, round(10 + 5 * deltas["2"] + 3 * variant - 4 * max(eos, 0.0)))
+        correct = eos <= 1.0 + 0.5 * variant
+        ids = (3,) * 4 + ((1, 1, 1) if correct else ()) + (2,) * filler
+        records.append(FakeRecord(
+            example_id=str(example), question=f"q{example}", ground_truth="1",
+            answer="work" + (" The answer is 1." if correct else "") + " indeed" * filler,
+            response_tokens=len(ids), is_correct=correct,
+            reasoning="matches" if correct else "cut off", token_ids=ids,
+        ))
+    mean = float(np.mean([r.response_tokens for r in records]))
+    accuracy = float(np.mean([r.is_correct for r in records]))
+    short = 1.0 / (1.0 + mean / scale)
+    return FakeResult(tuple(records), FakeScores(mean, accuracy, short,
+                                                 0.4 * short + 0.6 * accuracy))

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from evolve_testkit import fake_evaluate
+from evolve_testkit import fake_evaluate, fake_evaluate_truncating
 
 from crsp_ops.evolve.loop import LoopConfig, ProposalFailedError, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
@@ -21,12 +21,13 @@ INITIAL = {"0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0}
 DESCRIPTIONS = {str(i): {"description": f"c{i}"} for i in range(K)}
 
 
-def run(tmp_path, proposer, iterations, evaluate=fake_evaluate, stop=False):
+def run(tmp_path, proposer, iterations, evaluate=fake_evaluate, stop=False, paired=False):
     store = EvolutionStore(tmp_path, np.arange(K), K)
     return run_evolution(
         pool=list(range(20)), evaluate=evaluate, proposer=proposer, store=store,
         initial_deltas=INITIAL, cluster_descriptions=DESCRIPTIONS,
-        config=LoopConfig(iterations=iterations, minibatch_size=4, seed=1, stop_on_failure=stop),
+        config=LoopConfig(iterations=iterations, minibatch_size=4, seed=1, stop_on_failure=stop,
+                          paired_best=paired),
     )
 
 
@@ -44,6 +45,44 @@ def test_offline_proposer_improves_not_just_moves(tmp_path):
     written = json.loads((tmp_path / "deltas_best.json").read_text())
     assert written == outcome.best_deltas
     assert (tmp_path / "evolution_lengths.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_offline_proposer_improves_without_giving_up_correctness(tmp_path, paired):
+    """EOS up shortens answers until it cuts them off: the best keeps every answer correct."""
+    outcome = run(tmp_path, offline(), iterations=10, evaluate=fake_evaluate_truncating,
+                  paired=paired)
+    pool = list(range(20))
+    initial = fake_evaluate_truncating(pool, INITIAL).scores
+    best = fake_evaluate_truncating(pool, outcome.best_deltas).scores
+    assert best.composite_score > initial.composite_score + 0.02
+    assert best.correctness_ratio == 1.0
+    assert best.mean_token_length < initial.mean_token_length - 3
+    assert 0.0 < outcome.best_deltas["0"] <= 1.0  # EOS went up, but not past the cut-off
+
+
+def test_paired_judging_rescores_the_best_on_the_same_minibatch(tmp_path):
+    calls = []
+
+    def evaluate(examples, deltas):
+        calls.append((list(examples), dict(deltas)))
+        return fake_evaluate(examples, deltas)
+
+    rows = run(tmp_path, offline(), iterations=5, evaluate=evaluate, paired=True).history
+    assert rows[0].incumbent_scores is None and rows[0].improved  # nothing to beat yet
+    assert calls[0][1] == rows[0].deltas
+    position, best = 1, rows[0]
+    for row in rows[1:]:
+        (batch, candidate), (same_batch, incumbent) = calls[position:position + 2]
+        position += 2
+        assert candidate == row.deltas and incumbent == best.deltas and same_batch == batch
+        assert row.improved == (
+            row.scores["composite_score"] > row.incumbent_scores["composite_score"])
+        assert row.best_composite_score == max(row.scores["composite_score"],
+                                               row.incumbent_scores["composite_score"])
+        best = row if row.improved else best
+    assert position == len(calls)
+    assert any(row.improved for row in rows[1:])
 
 
 class Interrupting(Proposer):

@@ -142,7 +142,8 @@ def test_reflector_loop_survives_invalid_replies(tmp_path, monkeypatch):
         outcome = run_evolution(
             pool=list(range(10)), evaluate=fake_evaluate, proposer=proposer, store=store,
             initial_deltas=INITIAL, cluster_descriptions=DESCRIPTIONS,
-            config=LoopConfig(iterations=5, minibatch_size=3, seed=0, stop_on_failure=False),
+            config=LoopConfig(iterations=5, minibatch_size=3, seed=0, stop_on_failure=False,
+                              paired_best=False),
             tracker=tracker,
         )
     assert server.problems == []

@@ -10,7 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import (
+
+from crsp_ops.pipelines import migrate as driver
+from tests.migrate.conftest import (
     COLLECTION_URL,
     HUB_ID,
     LATIN1_BYTES,
@@ -19,8 +21,6 @@ from conftest import (
     snapshot,
     write_tree,
 )
-
-from crsp_ops.pipelines import migrate as driver
 
 
 def run_migrate(*argv: str) -> int:

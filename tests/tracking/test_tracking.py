@@ -45,7 +45,7 @@ def test_run_logs_params_batched_metrics_tags_and_artifacts(project, monkeypatch
     assert client.get_experiment(run.info.experiment_id).name == "crsp-unit"
     history = client.get_metric_history(tracker.run_id, "loss")
     assert [m.step for m in sorted(history, key=lambda m: m.step)] == list(range(30))
-    assert run.data.params["limo.n_synthetic"] == "400"
+    assert run.data.params["limo.n_synthetic"] == str(resolved.settings.limo.n_synthetic)
     assert run.data.params["limo.source"] == "***"
     assert run.data.tags["crsp.job"] == "unit"
     assert run.data.tags["config.source.limo.source"] == "--set"

@@ -40,8 +40,14 @@ def split_heldout(rows: Sequence[LimoExample], heldout: int
     return list(rows[:cut]), list(rows[cut:])
 
 
+LIMO_STAGE_FILE = "limo.jsonl"
+
+
 def limo_file(path: str | Path) -> Path:
-    """The LIMO rows file at ``path``: the path itself, or the one .jsonl/.json/.parquet in it.
+    """The LIMO rows file at ``path`` (a rows file, or a directory such as the stage output).
+
+    A directory gives its ``limo.jsonl`` (the stage writes it beside ``stats.json``), else its
+    one .jsonl/.json/.parquet file.
 
     Raises:
         FileNotFoundError: nothing there, or a directory holding no (or several) row files.
@@ -52,6 +58,8 @@ def limo_file(path: str | Path) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: no LIMO rows (run `crsp-ops limo` first, or pass "
                                 "--limo with a rows file or directory)")
+    if (path / LIMO_STAGE_FILE).is_file():  # the limo stage's output (beside its stats.json)
+        return path / LIMO_STAGE_FILE
     files = sorted(p for suffix in (".jsonl", ".json", ".parquet") for p in path.glob(f"*{suffix}")
                    if not p.name.startswith(("meta", "manifest")))
     if len(files) != 1:

@@ -69,6 +69,7 @@ class EvolveSettings:
     on_proposal_failure: str  # "continue" | "stop"
     delta_clamp: float = bounded(0.0, 1000.0)
     heldout_size: int
+    paired_best: bool
     offline_step: float = bounded(0.0, 100.0, open_low=True)
     registry_enabled: bool
     registry_model_name: str

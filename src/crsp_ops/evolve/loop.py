@@ -4,6 +4,18 @@ Deltas travel with each generation request (``evaluate``), so an iteration never
 server nor re-clusters the vocabulary. Every iteration ends by writing ``state.json`` (the
 commit point), so an interrupted run resumes at the first unfinished iteration with the same
 minibatches, history, evolving summary, best deltas and proposer state.
+
+Paired judging (``paired_best``): minibatches differ in difficulty, so a composite measured on
+one minibatch says little against the best's composite on another (one easy early minibatch
+would block every later improvement). The loop therefore re-scores the best deltas on the
+candidate's minibatch and adopts the candidate only when it wins there; decoding is greedy by
+default, so the difference is the deltas' alone. The extra generation is skipped while the
+evaluated deltas are the best ones.
+
+Files, metrics, artifacts and the plot of an iteration go to ``IterationOutputs``, which writes
+them on a background worker while the next minibatch generates (``state.json`` still last); it
+is drained before ``run_evolution`` returns or re-raises, so everything is on disk and logged
+afterwards.
 """
 
 from __future__ import annotations
@@ -14,17 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crsp_ops.evolve.plot import save_evolution_plot
+from crsp_ops.evolve.iteration_outputs import IterationOutputs
 from crsp_ops.evolve.pool import sample_minibatch
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.records import Evidence, IterationRecord, Proposal, score_dict
-from crsp_ops.evolve.store import (
-    DELTAS_BEST,
-    DELTAS_CURRENT,
-    PLOT,
-    PROCESSOR_BEST,
-    EvolutionStore,
-)
+from crsp_ops.evolve.records import Evidence, IterationRecord, score_dict
+from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.steering.deltas import Deltas
 from crsp_ops.tracking import NullTracker, Tracker
 
@@ -46,6 +52,7 @@ class LoopConfig:
     minibatch_size: int
     seed: int  # minibatch sampling seed
     stop_on_failure: bool  # a failed proposal ends the run instead of retrying the last deltas
+    paired_best: bool  # judge new deltas against the best re-scored on the same minibatch
 
 
 @dataclass(frozen=True)
@@ -133,20 +140,22 @@ def run_evolution(
         ProposalFailedError: a proposal failed and ``config.stop_on_failure`` is set.
         KeyboardInterrupt: after ``deltas_best.json``/``processor_best.py`` were flushed.
     """
-    tracker = tracker or NullTracker()
     state = _initial_state(store, initial_deltas, proposer)
     resumed_from = state.next_iteration
     if resumed_from:
         logger.info("resuming %s at iteration %d/%d", store.out, resumed_from, config.iterations)
     else:
         store.write_current(state.current)
+    outputs = IterationOutputs(store, tracker or NullTracker())
     try:
         while state.next_iteration < config.iterations:
-            _run_iteration(state, pool, evaluate, proposer, store, cluster_descriptions, config,
-                           tracker)
+            _run_iteration(state, pool, evaluate, proposer, cluster_descriptions, config,
+                           outputs)
     except BaseException:
-        _flush_best(state, store)  # Ctrl+C, SIGTERM or an error: the best is on disk
+        outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
+        store.write_best(state.best)  # ... and the best found so far, committed or not
         raise
+    outputs.close()
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
         best_composite=state.best_composite, best_iteration=state.best_iteration,
@@ -154,23 +163,14 @@ def run_evolution(
     )
 
 
-def _flush_best(state: _LoopState, store: EvolutionStore) -> None:
-    """Make sure both best files exist (the initial deltas if nothing was scored yet)."""
-    if state.best_iteration < 0 or not (
-        store.path(DELTAS_BEST).exists() and store.path(PROCESSOR_BEST).exists()
-    ):
-        store.write_best(state.best)
-
-
 def _run_iteration(
     state: _LoopState,
     pool: Sequence[Any],
     evaluate: Evaluate,
     proposer: Proposer,
-    store: EvolutionStore,
     cluster_descriptions: Mapping[str, Any],
     config: LoopConfig,
-    tracker: Tracker,
+    outputs: IterationOutputs,
 ) -> None:
     iteration = state.next_iteration
     started = time.perf_counter()
@@ -178,35 +178,45 @@ def _run_iteration(
         pool, size=config.minibatch_size, seed=config.seed, iteration=iteration
     )
     result = evaluate(batch, state.current)
-    generation_s = time.perf_counter() - started
     scores = score_dict(result.scores)
-    improved = scores["composite_score"] > state.best_composite
+    incumbent = _incumbent_scores(state, batch, evaluate, scores, paired=config.paired_best)
+    generation_s = time.perf_counter() - started
+    improved = scores["composite_score"] > (
+        state.best_composite if incumbent is None else incumbent["composite_score"])
     if improved:
         state.best, state.best_composite, state.best_iteration = (
             dict(state.current), scores["composite_score"], iteration)
-        store.write_best(state.best)
+    elif incumbent is not None:
+        state.best_composite = incumbent["composite_score"]  # the best, on this minibatch
     evidence = Evidence(
         iteration=iteration, deltas=state.current, records=list(result.records), scores=scores,
         best_composite=state.best_composite, cluster_descriptions=dict(cluster_descriptions),
+        improved=improved,
     )
     proposal = proposer.propose(evidence)
-    _persist_exchanges(store, tracker, iteration, proposal)
+    if proposal.exchanges:
+        outputs.exchanges(iteration, proposal.exchanges)
     next_deltas = proposal.deltas if proposal.deltas is not None else dict(state.current)
     if proposal.failed:
         logger.warning("iteration %d: proposal failed (%s); keeping the last good deltas",
                        iteration, proposal.error)
     state.reflector_tokens += proposal.metrics.get("reflector_total_tokens", 0.0)
-    record = IterationRecord(
+    # iteration_s: the whole iteration up to handing its outputs to the background worker.
+    state.history.append(IterationRecord(
         iteration=iteration, deltas=dict(state.current), scores=scores,
         best_composite_score=state.best_composite, improved=improved,
         example_ids=[str(getattr(ex, "financebench_id", i)) for i, ex in enumerate(batch)],
         proposal_failed=proposal.failed, proposal_error=proposal.error, summary=proposal.summary,
-        generation_s=generation_s, iteration_s=0.0, proposer_metrics=dict(proposal.metrics),
-    )
-    state.history.append(record)
+        generation_s=generation_s, iteration_s=time.perf_counter() - started,
+        proposer_metrics=dict(proposal.metrics), incumbent_scores=incumbent,
+    ))
     state.current = dict(next_deltas)
     state.next_iteration = iteration + 1
-    _persist_iteration(state, store, proposer, tracker, improved, started)
+    outputs.commit(
+        history=state.history, current=state.current, best=state.best if improved else None,
+        summary=getattr(proposer, "summary_text", None), state=state.to_json(proposer),
+        reflector_tokens=state.reflector_tokens,
+    )
     logger.info(
         "iteration %d: composite %.4f (best %.4f) correctness %.3f mean tokens %.1f%s",
         iteration, scores["composite_score"], state.best_composite, scores["correctness_ratio"],
@@ -216,56 +226,14 @@ def _run_iteration(
         raise ProposalFailedError(f"iteration {iteration}: {proposal.error}")
 
 
-def _persist_exchanges(
-    store: EvolutionStore, tracker: Tracker, iteration: int, proposal: Proposal
-) -> None:
-    if not proposal.exchanges:
-        return
-    for path in store.write_exchanges(iteration, proposal.exchanges):
-        tracker.log_artifact(path, f"reflector/iter_{iteration:03d}")
+def _incumbent_scores(
+    state: _LoopState, batch: Sequence[Any], evaluate: Evaluate, scores: dict[str, float],
+    *, paired: bool,
+) -> dict[str, float] | None:
+    """Scores of the best deltas on ``batch`` (``None``: unpaired, or no best yet)."""
+    if not paired or state.best_iteration < 0:
+        return None
+    if dict(state.current) == dict(state.best):
+        return dict(scores)  # the same deltas on the same questions: nothing to re-generate
+    return score_dict(evaluate(batch, state.best).scores)
 
-
-def _persist_iteration(
-    state: _LoopState, store: EvolutionStore, proposer: Proposer, tracker: Tracker,
-    improved: bool, started: float,
-) -> None:
-    record = state.history[-1]
-    iteration = record.iteration
-    store.write_current(state.current)
-    summary = getattr(proposer, "summary_text", None)
-    if summary is not None:
-        store.write_summary(summary)
-    save_evolution_plot(state.history, store.path(PLOT))
-    # iteration_s covers everything but the state commit and the tracker calls below.
-    record = _with_iteration_time(record, time.perf_counter() - started)
-    state.history[-1] = record
-    store.write_history(state.history)
-    store.write_state(state.to_json(proposer))
-    tracker.log_metrics(iteration_metrics(record, state.reflector_tokens), step=iteration)
-    tracker.log_dict(record.deltas, f"deltas/iter_{iteration:03d}.json")
-    tracker.log_artifact(store.path(PLOT))
-    tracker.log_artifact(store.path(DELTAS_CURRENT))
-    if improved:
-        tracker.log_artifact(store.path(DELTAS_BEST))
-        tracker.log_artifact(store.path(PROCESSOR_BEST))
-
-
-def _with_iteration_time(record: IterationRecord, seconds: float) -> IterationRecord:
-    row = record.to_json()
-    row["iteration_s"] = seconds
-    return IterationRecord.from_json(row)
-
-
-def iteration_metrics(record: IterationRecord, reflector_tokens: float) -> dict[str, float]:
-    """The metrics of one history row (``reflector_tokens``: cumulative reflector tokens)."""
-    metrics = {
-        **record.scores,
-        "best_composite_score": record.best_composite_score,
-        "proposal_failed": float(record.proposal_failed),
-        "generation_s": record.generation_s,
-        "iteration_s": record.iteration_s,
-        **record.proposer_metrics,
-    }
-    if "reflector_total_tokens" in record.proposer_metrics:
-        metrics["reflector_tokens_cumulative"] = reflector_tokens
-    return metrics

@@ -5,10 +5,14 @@ correct answers go up (weighted by ``correct_weight``); the EOS cluster (0) goes
 half is no more correct than the short half (ending sooner then costs nothing), else down. The
 direction is scaled so its largest entry is ``step``.
 
-Trust region, and why: minibatch scores are noisy and a usage contrast is only a first-order
-hint, so the proposer keeps an *anchor* (the best deltas it has seen and their direction).
-After an improvement the anchor moves and the step grows; after a regression the next proposal
-restarts from the anchor with a smaller step. That turns "move the deltas" into "improve them".
+Trust region, and why: a usage contrast is only a first-order hint, so the proposer keeps an
+*anchor* (the loop's best deltas and the direction measured with them). Whether a proposal
+improved is the loop's verdict (``Evidence.improved``), which with ``evolve.paired_best`` is a
+paired comparison against the best on the same minibatch: comparing composites of different
+minibatches let one easy early minibatch veto every later step. After an improvement the
+anchor moves there and the step doubles (the useful moves, e.g. EOS up, are often larger than
+the first step); after a rejection the next proposal restarts from the anchor with half the
+step. That turns "move the deltas" into "improve them".
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class OfflineProposer(Proposer):
         clamp: keep deltas within ``[-clamp, clamp]`` (``None``: unbounded).
         step: largest per-cluster change of the first proposal.
         grow: step factor after an improvement.
-        shrink: step factor after a regression.
+        shrink: step factor after a rejected proposal.
         correct_weight: weight of the correct-vs-incorrect contrast.
         min_step: the step never shrinks below this (the search keeps moving).
     """
@@ -63,7 +67,7 @@ class OfflineProposer(Proposer):
         *,
         clamp: float | None,
         step: float,
-        grow: float = 1.25,
+        grow: float = 2.0,
         shrink: float = 0.5,
         correct_weight: float = 1.0,
         min_step: float = 0.05,
@@ -82,7 +86,7 @@ class OfflineProposer(Proposer):
     def propose(self, evidence: Evidence) -> Proposal:
         """Move from the best deltas seen along the usage direction measured there."""
         composite = evidence.scores["composite_score"]
-        if self.anchor is None or composite > self.anchor["composite"]:
+        if self.anchor is None or evidence.improved:
             if self.anchor is not None:
                 self.step *= self.grow
             direction = usage_direction(evidence, self.counter, correct_weight=self.correct_weight)

@@ -7,6 +7,7 @@ crsp_ops. Artifacts: ``deltas`` (deltas JSON), ``token_clusters`` (``token_clust
 """
 
 import json
+from typing import Any
 
 import mlflow
 import numpy as np
@@ -23,8 +24,12 @@ class SteeringProcessorModel(PythonModel):
         self.deltas = np.array([deltas[str(i)] for i in range(len(deltas))], dtype=np.float32)
         self.table = np.load(context.artifacts["token_clusters"], allow_pickle=False)
 
-    def predict(self, context, model_input, params=None):
-        """Bias of each token id (a list, an array or a one-column DataFrame)."""
+    # The type hints are the model's signature: MLflow validates inputs against them (and
+    # warns at log time when a predict has none).
+    def predict(
+        self, context: Any, model_input: list[int], params: dict[str, Any] | None = None
+    ) -> list[float]:
+        """Bias of each token id (a list; MLflow turns a one-column DataFrame into one)."""
         ids = np.asarray(getattr(model_input, "values", model_input)).reshape(-1).astype(np.int64)
         return self.deltas[self.table[ids]].tolist()
 

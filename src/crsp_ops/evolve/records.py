@@ -51,8 +51,9 @@ class Evidence:
     deltas: Deltas  # the deltas that generated these responses
     records: Sequence[ExampleResult]  # every graded response of the minibatch
     scores: dict[str, float]  # SCORE_NAMES -> value for this minibatch
-    best_composite: float  # best minibatch composite so far, this iteration included
+    best_composite: float  # the best deltas' composite (on this minibatch when judged paired)
     cluster_descriptions: dict[str, Any]  # cluster_descriptions.json content
+    improved: bool = False  # the loop adopted these deltas as the new best
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class IterationRecord:
     iteration: int
     deltas: Deltas  # deltas evaluated in this iteration
     scores: dict[str, float]  # SCORE_NAMES -> value
-    best_composite_score: float  # best so far, this iteration included
+    best_composite_score: float  # the best deltas' composite (this minibatch when paired)
     improved: bool  # this iteration set a new best
     example_ids: list[str]  # the minibatch
     proposal_failed: bool  # the proposer gave no valid deltas after this iteration
@@ -105,6 +106,9 @@ class IterationRecord:
     generation_s: float  # wall time inside generation + grading
     iteration_s: float  # wall time of the whole iteration
     proposer_metrics: dict[str, float]
+    # SCORE_NAMES -> value of the previous best deltas on this minibatch (paired judging;
+    # None when not re-scored: unpaired runs, the first iteration)
+    incumbent_scores: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready row."""

@@ -81,7 +81,7 @@ def record_mlflow_run(store: EvolutionStore, tracker: Tracker, tracking_uri: str
 
 def replay_history(store: EvolutionStore, tracker: Tracker) -> None:
     """Log the metrics of iterations finished by an earlier invocation into this run."""
-    from crsp_ops.evolve.loop import iteration_metrics
+    from crsp_ops.evolve.iteration_logger import iteration_metrics
 
     tokens = 0.0
     for row in store.read_history():
@@ -142,6 +142,7 @@ def run_job(
                     iterations=settings.evolve.iterations,
                     minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
                     stop_on_failure=settings.evolve.on_proposal_failure == "stop",
+                    paired_best=settings.evolve.paired_best,
                 ),
                 tracker=tracker,
             )

@@ -139,7 +139,8 @@ def train_causal_lm(
     model.train()
     losses: list[float] = []
     started = time.perf_counter()
-    bar = tqdm(range(spec.steps), desc="train tiny model", disable=not show_progress)
+    # disable=None: a bar in a terminal, nothing in piped logs (dvc repro > log)
+    bar = tqdm(range(spec.steps), desc="train tiny model", disable=None if show_progress else True)
     for step in bar:
         step_started = time.perf_counter()
         learning_rate = lr_at(step, spec)

@@ -32,7 +32,10 @@ def add_arguments(
                         help="initial deltas JSON")
     parser.add_argument("--pool", default="data/financebench",
                         help="financebench stage dir (pool.jsonl + heldout.jsonl) or a JSONL file")
-    parser.add_argument("--out", default=default_out, help="output directory")
+    parser.add_argument(
+        "--out", default=default_out,
+        help="output directory; 'auto' = outputs/evolution_runs/<MLflow run id or time>",
+    )
     parser.add_argument("--resume", metavar="DIR", default=None,
                         help="continue the run recorded in DIR (its --out); '' = a new run")
     parser.add_argument("--overwrite", action="store_true",
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     resolved = load_settings(root, overrides)
     settings = resolved.settings
     args.resume = args.resume or None  # MLproject passes '' for "no resume"
-    out = root / (args.resume or args.out)
+    out = root / (args.resume or _resolve_out(args.out))
     paths = JobPaths(
         model_dir=root / args.model, clusters_dir=root / args.clusters,
         initial_deltas=root / args.deltas, pool=root / args.pool, out_dir=out,
@@ -91,3 +94,14 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
           f"{outcome.best_iteration}; outputs in {out}")
     return 0
+
+
+def _resolve_out(out: str) -> str:
+    """``auto`` becomes a fresh directory per run, named after the MLflow run when there is one."""
+    if out != "auto":
+        return out
+    import os
+    import time
+
+    name = os.environ.get("MLFLOW_RUN_ID") or time.strftime("%Y%m%d-%H%M%S")
+    return f"outputs/evolution_runs/{name}"

@@ -2,7 +2,7 @@
 
 Reads the model (``--model``; the newest checkpoint under ``--out`` with ``--resume``) and the
 LIMO rows of the ``limo`` stage (``--limo``; optional: without them math tasks are only the
-built-in seeds), and writes the trained model, ``checkpoints/``, ``metrics.json`` and
+built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics.json`` and
 ``<out>.mlflow_run.json`` beside ``--out``. Every step's metrics go to the MLflow run.
 
 Tiny CPU run:
@@ -13,7 +13,6 @@ Tiny CPU run:
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
@@ -32,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     """Train and write the outputs; see the module docstring."""
     from contextlib import nullcontext
 
+    from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.checkpointing import latest_checkpoint
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         result = trainer.train()
         if accelerator.is_main_process:
             summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
-            (out / "metrics.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
+            # beside the model directory: DVC tracks it as a metrics file of its own
+            atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
     print(f"trained {result.steps_done} steps; model in {result.model_dir}")
     return 0
 

@@ -66,7 +66,8 @@ def decode_vocabulary(tokenizer: Any, *, progress: bool) -> list[str]:
     """
     vocab_size = len(tokenizer)
     texts: list[str] = []
-    with tqdm(total=vocab_size, desc="decode vocabulary", unit="tok", disable=not progress) as bar:
+    hide = None if progress else True  # None: a bar in a terminal, none in piped logs
+    with tqdm(total=vocab_size, desc="decode vocabulary", unit="tok", disable=hide) as bar:
         for start in range(0, vocab_size, _DECODE_CHUNK):
             ids = [[i] for i in range(start, min(start + _DECODE_CHUNK, vocab_size))]
             texts.extend(
@@ -86,7 +87,8 @@ def embed_texts(
         raise ValueError("no texts to embed")
     order = np.argsort([len(text) for text in texts], kind="stable")
     chunks = []
-    with tqdm(total=len(texts), desc="embed tokens", unit="tok", disable=not progress) as bar:
+    hide = None if progress else True
+    with tqdm(total=len(texts), desc="embed tokens", unit="tok", disable=hide) as bar:
         for start in range(0, len(texts), batch_size):
             batch = [texts[i] for i in order[start : start + batch_size]]
             vectors = np.asarray(embed(batch), dtype=np.float32)

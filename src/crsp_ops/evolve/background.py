@@ -1,0 +1,73 @@
+"""One worker thread that runs jobs in submission order, off the caller's thread.
+
+The evolution loop hands it the per-iteration plot and tracker calls, so generation of the next
+minibatch does not wait for matplotlib or MLflow. A job that raises does not kill the worker:
+the error is re-raised to the caller at its next ``submit`` or at ``close`` (one iteration
+late, instead of silently lost).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
+
+Job = Callable[[], None]
+
+
+class BackgroundWorker:
+    """Run ``submit``-ted jobs one at a time, in order, on a daemon thread.
+
+    Args:
+        name: the thread's name (shows in tracebacks and debuggers).
+    """
+
+    def __init__(self, name: str = "background-worker") -> None:
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._errors: list[BaseException] = []
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        """Queue ``job``.
+
+        Raises:
+            RuntimeError: the worker was closed.
+            Exception: the first error of an earlier job (raised once).
+        """
+        if self._closed:
+            raise RuntimeError("submit() after close()")
+        self._raise_pending()
+        self._jobs.put(job)
+
+    def close(self, *, raise_errors: bool = True) -> None:
+        """Run every queued job, stop the thread, then re-raise a job's error.
+
+        Args:
+            raise_errors: re-raise the first job error (pass ``False`` while unwinding from
+                another exception: errors are then only logged).
+        """
+        if not self._closed:
+            self._closed = True
+            self._jobs.put(None)
+            self._thread.join()
+        if raise_errors:
+            self._raise_pending()
+
+    def _raise_pending(self) -> None:
+        if self._errors:
+            error = self._errors.pop(0)
+            self._errors.clear()
+            raise error
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except Exception as error:  # noqa: BLE001 - handed back to the caller
+                logger.warning("background job failed: %s", error, exc_info=True)
+                self._errors.append(error)
