@@ -33,7 +33,10 @@ def test_evolve_offline_writes_outputs_and_tracks_run(project):
     assert [row["iteration"] for row in history] == [0, 1, 2]
     assert (out / "processor_best.py").read_text().startswith('"""Cluster steering')
     best = json.loads((out / "deltas_best.json").read_text())
-    assert best == max(history, key=lambda r: r["scores"]["composite_score"])["deltas"]
+    adopted = [row for row in history if row["improved"]]  # paired judging (the default)
+    assert best == adopted[-1]["deltas"]
+    for row in adopted[1:]:  # each adoption beat the best of its time on the same minibatch
+        assert row["scores"]["composite_score"] > row["incumbent_scores"]["composite_score"]
     run_info = json.loads((out / "mlflow_run.json").read_text())
     client = MlflowClient(f"sqlite:///{project / 'mlflow.db'}")
     run = client.get_run(run_info["run_id"])

@@ -44,15 +44,18 @@ class BackgroundWorker:
         self._raise_pending()
         self._jobs.put(job)
 
-    def close(self, *, raise_errors: bool = True) -> None:
-        """Run every queued job, stop the thread, then re-raise a job's error.
+    def close(self, *, last: Job | None = None, raise_errors: bool = True) -> None:
+        """Run every queued job (then ``last``), stop the thread, then re-raise a job's error.
 
         Args:
+            last: one more job to run after the queued ones (even if an earlier job failed).
             raise_errors: re-raise the first job error (pass ``False`` while unwinding from
                 another exception: errors are then only logged).
         """
         if not self._closed:
             self._closed = True
+            if last is not None:
+                self._jobs.put(last)
             self._jobs.put(None)
             self._thread.join()
         if raise_errors:

@@ -116,8 +116,7 @@ class IterationOutputs:
 
     def close(self, *, raise_errors: bool = True) -> None:
         """Finish every queued job and draw the final plot; see ``BackgroundWorker.close``."""
-        self._worker.submit(self._draw_undrawn)
-        self._worker.close(raise_errors=raise_errors)
+        self._worker.close(last=self._draw_undrawn, raise_errors=raise_errors)
 
     def _commit(self, commit: IterationCommit, request: int) -> None:
         store, tracker, record = self.store, self.tracker, commit.history[-1]

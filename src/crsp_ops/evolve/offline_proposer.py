@@ -12,7 +12,10 @@ paired comparison against the best on the same minibatch: comparing composites o
 minibatches let one easy early minibatch veto every later step. After an improvement the
 anchor moves there and the step doubles (the useful moves, e.g. EOS up, are often larger than
 the first step); after a rejection the next proposal restarts from the anchor with half the
-step. That turns "move the deltas" into "improve them".
+step. A tie (the same composite as the best on the same minibatch: the step changed nothing
+measurable, as small biases do on a confident model) is no evidence against the direction, so
+the step doubles instead of halving.
+That turns "move the deltas" into "improve them".
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from crsp_ops.evolve.records import Evidence, Proposal
 from crsp_ops.evolve.token_usage import ClusterCounter, usage_contrast
 from crsp_ops.steering.deltas import validate_deltas
 from crsp_ops.steering.token_rules import EOS_CLUSTER
+
+TIE_TOLERANCE = 1e-9  # composites this close count as equal (same answers, same lengths)
 
 
 def usage_direction(
@@ -94,6 +99,8 @@ class OfflineProposer(Proposer):
                 "deltas": dict(evidence.deltas), "composite": composite,
                 "direction": direction.tolist(),
             }
+        elif abs(composite - evidence.best_composite) <= TIE_TOLERANCE:
+            self.step *= self.grow  # a flat step: go further along the same direction
         else:
             self.step = max(self.step * self.shrink, self.min_step)
         base = np.array([self.anchor["deltas"][str(i)] for i in range(len(evidence.deltas))])

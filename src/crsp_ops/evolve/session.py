@@ -81,7 +81,7 @@ def record_mlflow_run(store: EvolutionStore, tracker: Tracker, tracking_uri: str
 
 def replay_history(store: EvolutionStore, tracker: Tracker) -> None:
     """Log the metrics of iterations finished by an earlier invocation into this run."""
-    from crsp_ops.evolve.iteration_logger import iteration_metrics
+    from crsp_ops.evolve.iteration_outputs import iteration_metrics
 
     tokens = 0.0
     for row in store.read_history():
