@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from tests.fakes import hashing_embed  # noqa: F401 - re-exported to this package's tests
+
 REPO = Path(__file__).resolve().parents[2]
 N_KMEANS = 6
-
-
-def hashing_embed(texts: list[str], dim: int = 32) -> np.ndarray:
-    """Bag of hashed character bigrams: deterministic and fast."""
-    out = np.zeros((len(texts), dim), dtype=np.float32)
-    for row, text in enumerate(texts):
-        padded = f"^{text}$"
-        for first, second in zip(padded, padded[1:], strict=False):
-            out[row, zlib.crc32((first + second).encode()) % dim] += 1.0
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
 
 
 @dataclass(frozen=True)
