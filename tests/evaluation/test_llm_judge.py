@@ -3,55 +3,21 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from crsp_ops.evaluation.correctness import JUDGE_SCHEMA, LLMJudge, parse_judge_reply
-
-
-class _ChatServer:
-    """Serves /v1/chat/completions with a queued reply content; records request bodies."""
-
-    def __init__(self):
-        self.replies: list[str] = []
-        self.requests: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server naming)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "body": body})
-                payload = json.dumps({
-                    "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                        "role": "assistant", "content": outer.replies.pop(0)}}],
-                }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+from tests.fakes import ScriptedJSONServer, chat_completion
 
 
 @pytest.fixture
 def server():
-    chat = _ChatServer()
-    chat.thread.start()
-    yield chat
-    chat.httpd.shutdown()
-    chat.httpd.server_close()
+    """A chat endpoint answering with queued reply contents (``server.replies``)."""
+    replies: list[str] = []
+    chat = ScriptedJSONServer(lambda body, count: (200, chat_completion(replies.pop(0), body["model"]), 0.0))
+    chat.replies = replies
+    with chat:
+        yield chat
 
 
 @pytest.fixture
@@ -71,8 +37,8 @@ def test_judge_sends_strict_schema_and_parses_both_verdicts(server, judge):
     wrong = judge.grade("41", "42", question="What?")
     assert (right.is_correct, right.reasoning) == (True, "Both say $1.2 billion.")
     assert (wrong.is_correct, wrong.reasoning) == (False, "41 is not 42.")
-    body = server.requests[0]["body"]
-    assert server.requests[0]["path"] == "/v1/chat/completions"
+    body = server.bodies[0]
+    assert server.paths[0] == "/v1/chat/completions"
     assert body["model"] == "judge-model" and body["temperature"] == 0.0
     fmt = body["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True

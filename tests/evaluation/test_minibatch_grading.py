@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from crsp_ops.config import load_settings
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
 from crsp_ops.paths import copy_config_tree
+from tests.fakes import ScriptedJSONServer, chat_completion
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,37 +22,17 @@ def root(tmp_path_factory):
     return path
 
 
+def _verdict(body: dict, count: int):
+    verdict = {"is_correct": "grew 12.5" in body["messages"][0]["content"],
+               "reasoning": "judge says so"}
+    return 200, chat_completion(json.dumps(verdict), body["model"]), 0.0
+
+
 @pytest.fixture
 def judge_server():
     """A chat-completions endpoint that records requests and answers with a fixed verdict."""
-    seen: list[dict] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server naming)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(body)
-            verdict = {"is_correct": "grew 12.5" in body["messages"][0]["content"],
-                       "reasoning": "judge says so"}
-            payload = json.dumps({
-                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(verdict)}}],
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    server.shutdown()
-    server.server_close()
+    with ScriptedJSONServer(_verdict) as server:
+        yield server.base_url, server.bodies
 
 
 def test_numeric_default_grades_with_the_configured_tolerance(root):

@@ -9,8 +9,6 @@ exchange, and never adopt invalid deltas.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -20,6 +18,7 @@ from crsp_ops.evolve.loop import LoopConfig, run_evolution
 from crsp_ops.evolve.reflector import ReflectorProposer, make_openai_client
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.tracking import Tracker
+from tests.fakes import ScriptedJSONServer, chat_completion
 
 N_CLUSTERS = 4
 IDS = [str(i) for i in range(N_CLUSTERS)]
@@ -65,51 +64,19 @@ def check_request(body: dict, served: int) -> list[str]:
     return problems
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedJSONServer):
     """A chat-completions server on 127.0.0.1 that records and checks each request."""
 
     def __init__(self) -> None:
-        self.requests: list[dict] = []
         self.problems: list[str] = []
-        outer = self
+        super().__init__(self._reply)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                served = len(outer.requests)
-                outer.problems += [f"request {served}: {p}" for p in check_request(body, served)]
-                outer.requests.append(body)
-                reply = {
-                    "id": f"c{served}", "object": "chat.completion", "created": 0,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                        "role": "assistant", "content": REPLIES[served % len(REPLIES)]}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                }
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def _reply(self, body: dict, count: int):
+        served = count - 1
+        self.problems += [f"request {served}: {p}" for p in check_request(body, served)]
+        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        content = REPLIES[served % len(REPLIES)]
+        return 200, chat_completion(content, body["model"], usage=usage, id=f"c{served}"), 0.0
 
 
 class RecordingTracker(Tracker):
@@ -147,7 +114,7 @@ def test_reflector_loop_survives_invalid_replies(tmp_path, monkeypatch):
             tracker=tracker,
         )
     assert server.problems == []
-    assert len(server.requests) == 5
+    assert len(server.bodies) == 5
     history = outcome.history
     assert [row.proposal_failed for row in history] == [False, True, True, True, False]
     # Only the valid reply was ever adopted: every later iteration evaluated VALID.
@@ -174,7 +141,7 @@ def test_reflector_retries_until_valid(tmp_path, monkeypatch):
     """Within one iteration, invalid replies are retried; the first valid one is adopted."""
     monkeypatch.setenv("TEST_REFLECTOR_KEY", "sk-test")
     with FakeOpenAI() as server:
-        server.requests.extend([{}] * 1)  # start the reply cycle at the schema violation
+        server.bodies.extend([{}] * 1)  # start the reply cycle at the schema violation
         proposer = ReflectorProposer(
             make_openai_client(base_url=server.base_url, api_key_env="TEST_REFLECTOR_KEY",
                                timeout_s=10.0),
@@ -190,7 +157,7 @@ def test_reflector_retries_until_valid(tmp_path, monkeypatch):
         ))
     assert proposal.deltas == VALID
     assert [e.error is None for e in proposal.exchanges] == [False, False, False, True]
-    user = server.requests[-1]["messages"][1]["content"]
+    user = server.bodies[-1]["messages"][1]["content"]
     assert user.count("### Example") == 2 and "[…truncated]" in user
 
 

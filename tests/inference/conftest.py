@@ -8,23 +8,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 
 from crsp_ops.inference.server_manager import ServerConfig, ServerManager, free_port
+from tests.fakes import live_descendants as _live_descendants
 
 N_KMEANS_STANDIN = 4  # clusters 2..5 stand in for k-means (the embedder is not needed here)
-
-
-def _live_descendants() -> set[int]:
-    alive = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                alive.add(child.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 @pytest.fixture(autouse=True)

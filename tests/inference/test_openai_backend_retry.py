@@ -7,11 +7,7 @@ model server live in test_openai_backend_server.py.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -26,6 +22,7 @@ from crsp_ops.inference.openai_backend import (
 )
 from crsp_ops.inference.records import SamplingParams
 from crsp_ops.inference.server_manager import free_port
+from tests.fakes import ScriptedJSONServer as ScriptedServer
 
 pytestmark = pytest.mark.server  # a real (scripted) HTTP server on 127.0.0.1
 
@@ -46,48 +43,6 @@ def chat_body(text, token_ids, with_ids=True):
         choice["token_ids"] = list(token_ids)
         body["prompt_token_ids"] = [7, 8]
     return body
-
-
-class ScriptedServer:
-    """Answers each POST with ``script(body, count) -> (status, json, delay_s)``."""
-
-    def __init__(self, script):
-        self.script, self.bodies, self.lock = script, [], threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with outer.lock:
-                    outer.bodies.append(body)
-                    count = len(outer.bodies)
-                status, payload, delay = outer.script(body, count)
-                time.sleep(delay)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-    @property
-    def base_url(self):
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
 
 def backend_for(base_url, **overrides):

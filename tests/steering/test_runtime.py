@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from crsp_ops.config import ConfigError, load_settings
@@ -23,6 +22,7 @@ from crsp_ops.paths import copy_config_tree
 from crsp_ops.steering.runtime import open_backend, prompt_template, sampling_params
 from crsp_ops.steering.runtime_server import api_key, server_argv, server_root
 from tests.evaluation.test_minibatch import build_rule_table
+from tests.fakes import live_descendants as live_children
 
 REPO = Path(__file__).resolve().parents[2]
 DELTAS = [1.5, -0.5, 0.3, -0.2, 0.0, 0.4]  # 6 cluster ids in the rule table
@@ -57,17 +57,6 @@ def clusters_dir(tiny_model_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def examples():
     return load_financebench("synthetic", synthetic_count=3, seed=11).rows
-
-
-def live_children() -> set[int]:
-    alive = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                alive.add(child.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 def assert_no_new_children(before: set[int]) -> None:
