@@ -6,8 +6,17 @@
 
 Each measured step is a full self-play step (propose, sandbox validation, solve, critique,
 creativity grading, update) with the in-process backend; the first step is a warm-up and is
-not counted. Where TRL can be imported, its GRPOTrainer step on the same model and batch
-would be timed beside it; here TRL is reported as unavailable (it is not a dependency).
+not counted. Where TRL can be imported (``pip install -e .[bench]``), TRL's ``GRPOTrainer`` is
+timed in the same run on a fresh copy of the same model and tokenizer with the CRSP step's solve
+batch: the median number of tasks CRSP solved per step as prompts (CRSP's own solve prompts of
+the configured problem types' seed tasks), ``train.solver_samples`` generations per prompt,
+``train.max_new_tokens_solve`` as max completion length, the same learning rate, temperature
+and precision, a pure length reward, ``beta=0`` (no reference model), one update per batch, no
+vLLM; one warm-up step, then ``--steps`` timed steps. Without TRL, ``"trl": "unavailable"``.
+Comparability: a CRSP step also generates proposals and critiques and runs the sandbox, so it
+does more work per step than a GRPO step on its solve batch alone (see ``rollouts_per_step``
+beside ``trl_grpo_sequences_per_step``). Tokens/s counts, as CRSP does, generated plus trained
+(loss-masked) tokens.
 """
 
 from __future__ import annotations
@@ -57,15 +66,88 @@ def load_policy(args):
     return model, tokenizer
 
 
-def trl_comparison() -> dict:
+TRL_UNAVAILABLE = {"trl": "unavailable", "trl_grpo_step_s": None, "trl_grpo_tokens_per_s": None,
+                   "crsp_over_trl_step_time_ratio": None}
+
+
+def solve_prompts(problem_types, count: int) -> list[list[dict]]:
+    """``count`` CRSP solve conversations, cycling over the seed tasks of ``problem_types``."""
+    from crsp_ops.crsp.tasks import seed_tasks, solve_messages
+    from crsp_ops.crsp.tasks.records import TaskType
+
+    tasks = [task for name in problem_types for task in seed_tasks(TaskType(name))]
+    return [solve_messages(tasks[i % len(tasks)]) for i in range(count)]
+
+
+def trl_comparison(args, settings, prompts_per_step: int) -> dict:
+    """Time TRL's GRPOTrainer on the CRSP solve batch (see the module docstring)."""
     try:
-        import trl  # noqa: F401
+        import trl
+        from trl import GRPOConfig, GRPOTrainer
     except ImportError:
-        return {"trl": "unavailable", "trl_step_s": None, "crsp_vs_trl_step_ratio": None}
-    # TRL's GRPOTrainer needs a dataset and reward function wired to the same batch; not
-    # measured in this environment (TRL is not a project dependency).
-    return {"trl": "importable (comparison not implemented)", "trl_step_s": None,
-            "crsp_vs_trl_step_ratio": None}
+        return dict(TRL_UNAVAILABLE)
+    import contextlib
+    import time
+
+    from datasets import Dataset
+    from transformers import TrainerCallback
+
+    train = settings.train
+    generations = train.solver_samples
+    max_len = train.max_new_tokens_solve
+    step_tokens: list[int] = []  # generated completion tokens, one entry per step
+
+    def length_reward(completions, completion_ids, **_):
+        step_tokens.append(sum(len(ids) for ids in completion_ids))
+        return [len(ids) / max_len for ids in completion_ids]
+
+    class StepClock(TrainerCallback):
+        def __init__(self):
+            self.marks: list[float] = []
+
+        def on_train_begin(self, *_, **__):
+            self.marks.append(time.perf_counter())
+
+        def on_step_end(self, *_, **__):
+            self.marks.append(time.perf_counter())
+
+    total_steps = args.steps + 1
+    rows = solve_prompts(settings.crsp.problem_types, prompts_per_step) * total_steps
+    model, tokenizer = load_policy(args)
+    clock = StepClock()
+    with tempfile.TemporaryDirectory() as out:
+        config = GRPOConfig(
+            output_dir=out, report_to="none", use_vllm=False, use_cpu=args.device == "cpu",
+            bf16=args.mixed_precision == "bf16", fp16=args.mixed_precision == "fp16",
+            per_device_train_batch_size=prompts_per_step * generations,
+            gradient_accumulation_steps=1, steps_per_generation=1, num_iterations=1,
+            num_generations=generations, max_completion_length=max_len,
+            temperature=train.temperature, beta=0.0, learning_rate=train.learning_rate,
+            weight_decay=train.weight_decay, max_grad_norm=train.max_grad_norm,
+            lr_scheduler_type="constant", warmup_steps=0, max_steps=total_steps,
+            gradient_checkpointing=False, shuffle_dataset=False, save_strategy="no",
+            logging_steps=10**6, disable_tqdm=True, log_completions=False,
+            seed=settings.crsp.seed, dataloader_num_workers=0)
+        trainer = GRPOTrainer(
+            model=model, reward_funcs=length_reward, args=config, processing_class=tokenizer,
+            train_dataset=Dataset.from_list([{"prompt": p} for p in rows]), callbacks=[clock])
+        with contextlib.redirect_stdout(sys.stderr):  # keep stdout to the one JSON line
+            trainer.train()
+    durations = [b - a for a, b in zip(clock.marks, clock.marks[1:], strict=False)]
+    measured = list(zip(durations, step_tokens, strict=False))[1:]
+    if not measured:
+        return {**TRL_UNAVAILABLE, "trl": trl.__version__, "trl_error": "no step measured"}
+    step_s = statistics.median(d for d, _ in measured)
+    # like CRSP's tokens/s: generated tokens + trained (loss-masked completion) tokens
+    tokens_per_s = statistics.median(2 * tokens / d for d, tokens in measured)
+    return {"trl": trl.__version__, "trl_grpo_step_s": round(step_s, 4),
+            "trl_grpo_tokens_per_s": round(tokens_per_s, 2),
+            "trl_grpo_steps_measured": len(measured),
+            "trl_grpo_prompts_per_step": prompts_per_step,
+            "trl_grpo_num_generations": generations,
+            "trl_grpo_sequences_per_step": prompts_per_step * generations,
+            "trl_grpo_max_completion_length": max_len,
+            "trl_grpo_completion_tokens_per_step": statistics.median(t for _, t in measured)}
 
 
 def main(argv=None) -> int:
@@ -105,8 +187,13 @@ def main(argv=None) -> int:
         "update_s": round(statistics.median(m.get("perf/update_s", 0.0) for m in measured), 4),
         "tokens_per_s": round(statistics.median(m["perf/tokens_per_s"] for m in measured), 2),
         "rollouts_per_step": statistics.median(m.get("rollouts/count", 0) for m in measured),
-        **trl_comparison(),
+        "solve_tasks_per_step": statistics.median(
+            m.get("tasks/solved_per_step", 0) for m in measured),
     }
+    prompts = max(1, round(result["solve_tasks_per_step"]))
+    result.update(trl_comparison(args, settings, prompts))
+    if result["trl_grpo_step_s"]:
+        result["crsp_over_trl_step_time_ratio"] = round(step_s / result["trl_grpo_step_s"], 3)
     print(json.dumps(result))
     return 0
 
