@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from crsp_ops.config import ConfigError
+from crsp_ops.interrupts import Terminated, raise_terminated
 
 # subcommand -> driver module (imported only when that subcommand runs)
 COMMANDS: dict[str, str] = {
@@ -41,12 +42,6 @@ EXIT_CONFIG_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
-class Terminated(BaseException):
-    """Raised in the main thread on SIGTERM so runs end KILLED and clean up like Ctrl+C."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated(f"received signal {signum}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     disable_telemetry()
     args, extra = build_parser().parse_known_args(argv)
     args.overrides = [o for o in args.overrides if o is not None] + dotted_overrides(extra)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         return int(args._driver.run(args) or 0)
     except ConfigError as error:

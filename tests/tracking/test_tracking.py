@@ -83,9 +83,9 @@ def test_sigterm_to_a_real_process_ends_run_killed(project):
     script = textwrap.dedent(
         """
         import sys, time
-        from crsp_ops.cli import Terminated, _raise_terminated
+        from crsp_ops.interrupts import Terminated, raise_terminated
         import signal
-        signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGTERM, raise_terminated)
         from crsp_ops.config import load_settings
         from crsp_ops.tracking import start_run
         try:

@@ -106,10 +106,8 @@ def _experiment_id(client, name: str, root: Path, uri: str) -> str:
 
 
 def _start_system_metrics(run_id: str, uri: str):
-    import mlflow
     from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-    mlflow.set_tracking_uri(uri)
-    monitor = SystemMetricsMonitor(run_id)
+    monitor = SystemMetricsMonitor(run_id, tracking_uri=uri)  # no global MLflow state
     monitor.start()
     return monitor

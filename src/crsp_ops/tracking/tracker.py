@@ -12,6 +12,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from crsp_ops.interrupts import Terminated
 from crsp_ops.tracking.metric_buffer import MetricBuffer
 from crsp_ops.tracking.redaction import redact_params, redact_text
 
@@ -162,7 +163,7 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
         status = "KILLED"
         raise
     except BaseException as error:
-        status = "KILLED" if type(error).__name__ == "Terminated" else "FAILED"  # cli.Terminated
+        status = "KILLED" if isinstance(error, Terminated) else "FAILED"
         raise
     finally:
         try:
