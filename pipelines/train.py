@@ -7,7 +7,7 @@ built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics
 
 Tiny CPU run:
     crsp-ops train --model models/base --out models/crsp --set train.steps=4
-    accelerate launch -m crsp_ops.cli train --set train.mixed_precision=bf16   # multi-GPU
+    accelerate launch -m pipelines.cli train --set train.mixed_precision=bf16   # multi-GPU
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.checkpointing import latest_checkpoint
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
     from crsp_ops.paths import project_root
-    from crsp_ops.pipelines.stage_io import record_run
     from crsp_ops.tracking import NullTracker, start_run
+    from pipelines.stage_io import record_run
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root

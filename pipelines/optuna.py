@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from crsp_ops.pipelines import evolve
+from pipelines import evolve
 
 HELP = "Optuna baseline of the delta evolution (same loop, ask/tell TPE proposer)"
 

@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, validate, split and write the FinanceBench rows; log counts to MLflow."""
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.financebench import load_financebench, split_pool_heldout
-    from crsp_ops.pipelines.stage_io import settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     bench = resolved.settings.financebench

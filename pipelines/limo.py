@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, validate and write the LIMO rows; log counts to MLflow (experiment crsp-data)."""
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.limo import load_limo
-    from crsp_ops.pipelines.stage_io import settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     limo = resolved.settings.limo

@@ -22,20 +22,20 @@ from crsp_ops.interrupts import Terminated, raise_terminated
 
 # subcommand -> driver module (imported only when that subcommand runs)
 COMMANDS: dict[str, str] = {
-    "config": "crsp_ops.pipelines.config_cmd",
-    "limo": "crsp_ops.pipelines.limo",
-    "financebench": "crsp_ops.pipelines.financebench",
-    "base-model": "crsp_ops.pipelines.base_model",
-    "clusters": "crsp_ops.pipelines.clusters",
-    "deltas": "crsp_ops.pipelines.deltas",
-    "generate-processor": "crsp_ops.pipelines.generate_processor",
-    "evolve": "crsp_ops.pipelines.evolve",
-    "optuna": "crsp_ops.pipelines.optuna",
-    "compare": "crsp_ops.pipelines.compare",
-    "seed": "crsp_ops.pipelines.seed",
-    "train": "crsp_ops.pipelines.train",
-    "serve": "crsp_ops.pipelines.serve",
-    "migrate": "crsp_ops.pipelines.migrate",
+    "config": "pipelines.config_cmd",
+    "limo": "pipelines.limo",
+    "financebench": "pipelines.financebench",
+    "base-model": "pipelines.base_model",
+    "clusters": "pipelines.clusters",
+    "deltas": "pipelines.deltas",
+    "generate-processor": "pipelines.generate_processor",
+    "evolve": "pipelines.evolve",
+    "optuna": "pipelines.optuna",
+    "compare": "pipelines.compare",
+    "seed": "pipelines.seed",
+    "train": "pipelines.train",
+    "serve": "pipelines.serve",
+    "migrate": "pipelines.migrate",
 }
 
 EXIT_CONFIG_ERROR = 2

@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def local_server_argv(args: argparse.Namespace, settings) -> list[str]:
     """The ``crsp_ops.inference.local_server`` argv for these arguments and settings."""
+    from crsp_ops.inference.server_launch import host_and_port, served_model_name
     from crsp_ops.models.model_ref import resolve_model_dir
-    from crsp_ops.steering.runtime_server import host_and_port, served_model_name
 
     host, port = host_and_port(settings.generation.base_url)
     argv = [

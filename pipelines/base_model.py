@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train (or validate) the base model and record it, with its MLflow run."""
-    from crsp_ops.pipelines.stage_io import record_run, settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import record_run, settings_from
 
     resolved = settings_from(args)
     model = resolved.settings.model

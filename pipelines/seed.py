@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.seeding import run_seeding
     from crsp_ops.crsp.selfplay_trainer import make_accelerator
     from crsp_ops.paths import project_root
-    from crsp_ops.pipelines.stage_io import record_run
-    from crsp_ops.pipelines.train import load_model
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import record_run
+    from pipelines.train import load_model
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
