@@ -1,7 +1,8 @@
 """``crsp-ops``: one subcommand per DVC stage and MLflow entry point.
 
 Every subcommand takes ``--set section.key=value`` (repeatable) to override the configuration
-for one run; see ``crsp-ops config show`` for the effective values and their sources.
+for one run; see ``crsp-ops config show`` for the effective values and their sources. Each
+subcommand is also ``python -m pipelines.<module>`` (the module named below).
 
 Examples:
     crsp-ops config show
@@ -13,35 +14,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
 from collections.abc import Sequence
 
-from crsp_ops.config import ConfigError
-from crsp_ops.interrupts import Terminated, raise_terminated
-
-# subcommand -> driver module (imported only when that subcommand runs)
-COMMANDS: dict[str, str] = {
-    "config": "pipelines.config_cmd",
-    "limo": "pipelines.limo",
-    "financebench": "pipelines.financebench",
-    "base-model": "pipelines.base_model",
-    "clusters": "pipelines.clusters",
-    "deltas": "pipelines.deltas",
-    "generate-processor": "pipelines.generate_processor",
-    "evolve": "pipelines.evolve",
-    "optuna": "pipelines.optuna",
-    "compare": "pipelines.compare",
-    "seed": "pipelines.seed",
-    "train": "pipelines.train",
-    "serve": "pipelines.serve",
-    "migrate": "pipelines.migrate",
-}
-
-EXIT_CONFIG_ERROR = 2
-EXIT_INTERRUPTED = 130
-
-
+from pipelines.commands import COMMANDS
+from pipelines.entry import execute, stage_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,75 +28,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-            continue  # a driver not written yet
+        module = importlib.import_module(module_name)
         sub = subparsers.add_parser(
             name, help=module.HELP, description=module.__doc__,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sub.add_argument(
-            "--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-            help="override one option for this run (repeatable)",
-        )
-        sub.add_argument(
-            "--param", dest="overrides", action="append", type=_nonempty_override,
-            metavar="SECTION.KEY=VALUE",
-            help="like --set, but an empty VALUE keeps the configured one (MLproject parameters)",
-        )
-        module.add_arguments(sub)
-        sub.set_defaults(_driver=module)
+        stage_parser(module, sub)
     return parser
-
-
-def _nonempty_override(text: str) -> str | None:
-    return text if text.partition("=")[2] != "" else None
-
-
-def dotted_overrides(extra: Sequence[str]) -> list[str]:
-    """Turn ``--section.key value`` / ``--section.key=value`` into ``section.key=value``.
-
-    ``mlflow run -P section.key=value`` passes undeclared parameters in that form, so every
-    option can be set from the MLflow CLI.
-
-    >>> dotted_overrides(["--limo.seed", "3", "--model.device=cpu"])
-    ['limo.seed=3', 'model.device=cpu']
-    """
-    out, items = [], list(extra)
-    while items:
-        flag = items.pop(0)
-        if not flag.startswith("--") or "." not in flag:
-            raise SystemExit(f"crsp-ops: unrecognized argument {flag!r}")
-        key, sep, value = flag[2:].partition("=")
-        if not sep:
-            if not items:
-                raise SystemExit(f"crsp-ops: {flag} needs a value")
-            value = items.pop(0)
-        out.append(f"{key}={value}")
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``crsp-ops`` console script."""
-    from crsp_ops.tracking import disable_telemetry
-
-    disable_telemetry()
-    args, extra = build_parser().parse_known_args(argv)
-    args.overrides = [o for o in args.overrides if o is not None] + dotted_overrides(extra)
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        return int(args._driver.run(args) or 0)
-    except ConfigError as error:
-        print(f"crsp-ops {args.command}: configuration error: {error}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
-    except (KeyboardInterrupt, Terminated):
-        print(f"crsp-ops {args.command}: interrupted; partial results were saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return execute(build_parser(), argv, "crsp-ops")
 
 
 if __name__ == "__main__":

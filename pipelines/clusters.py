@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR
+from pipelines.entry import stage_main
 
 HELP = "cluster the model's vocabulary (EOS, numeric, k-means over token embeddings)"
 
@@ -120,3 +121,9 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {out}"
     )
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

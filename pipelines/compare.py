@@ -8,6 +8,9 @@ mlflow run . -e compare --env-manager local
 from __future__ import annotations
 
 import argparse
+import sys
+
+from pipelines.entry import stage_main
 
 HELP = "compare evolution runs from MLflow (table + plot)"
 
@@ -50,3 +53,9 @@ def run(args: argparse.Namespace) -> int:
                       json.dumps([asdict(r) for r in rows], indent=2, default=str) + "\n")
     print(f"wrote {plot} and {out / 'comparison.json'}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

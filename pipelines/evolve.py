@@ -16,6 +16,9 @@ state.json (resume) and mlflow_run.json (the run(s) that produced them).
 from __future__ import annotations
 
 import argparse
+import sys
+
+from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
 
@@ -105,3 +108,9 @@ def _resolve_out(out: str) -> str:
 
     name = os.environ.get("MLFLOW_RUN_ID") or time.strftime("%Y%m%d-%H%M%S")
     return f"outputs/evolution_runs/{name}"
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,9 +8,11 @@ crsp-ops limo --set limo.source=/data/limo.jsonl
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from crsp_ops.paths import LIMO_DIR
+from pipelines.entry import stage_main
 
 HELP = "LIMO trajectories (synthetic | hub:GAIR/LIMO | local file) -> data/limo/"
 
@@ -53,3 +55,9 @@ def run(args: argparse.Namespace) -> int:
     for reason, count in sorted(result.skipped_reasons.items()):
         print(f"  skipped {count}: {reason}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from pipelines.entry import stage_main
 
 HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
 
@@ -27,18 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Seed (or copy) the model and record its MLflow run beside it."""
     from crsp_ops.config import load_settings
+    from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.limo_tasks import load_limo_rows, split_heldout
     from crsp_ops.crsp.seeding import run_seeding
-    from crsp_ops.crsp.selfplay_trainer import make_accelerator
+    from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run
     from pipelines.stage_io import record_run
-    from pipelines.train import load_model
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
     seeding, out = settings.seeding, root / args.out
-    model, tokenizer = load_model(root / args.model)
+    model, tokenizer = load_causal_lm(root / args.model)
     with start_run("seed", resolved, tags={"crsp.seeding": str(seeding.enabled)}) as tracker:
         record_run(out, tracker)
         summary = {"enabled": seeding.enabled, "steps": 0}
@@ -63,3 +66,9 @@ def run(args: argparse.Namespace) -> int:
         (out / "seeding_summary.json").write_text(json.dumps(summary, indent=2))
     print(f"seeded model in {out}: {summary}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

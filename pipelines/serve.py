@@ -16,8 +16,10 @@ with Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from crsp_ops.paths import BASE_MODEL_DIR
+from pipelines.entry import stage_main
 
 HELP = "serve a local model over an OpenAI-compatible API with cluster steering (CPU-friendly)"
 
@@ -60,3 +62,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(overrides=args.overrides).settings
     local_server.main(local_server_argv(args, settings))
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

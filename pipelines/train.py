@@ -13,7 +13,10 @@ Tiny CPU run:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from pipelines.entry import stage_main
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 
@@ -33,8 +36,10 @@ def run(args: argparse.Namespace) -> int:
 
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
+    from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.checkpointing import latest_checkpoint
-    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
+    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
     from pipelines.stage_io import record_run
@@ -46,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
-    model, tokenizer = load_model(checkpoint or root / args.model)
+    model, tokenizer = load_causal_lm(checkpoint or root / args.model)
     train_tasks, heldout_tasks = limo_math_tasks(settings, root / args.limo)
     tags = {"crsp.algorithm": settings.train.algorithm_name,
             "crsp.resumed_from": str(checkpoint or "")}
@@ -70,21 +75,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_model(model_dir: Path):
-    """Load an HF causal LM and its tokenizer from a local directory (never the hub)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from crsp_ops.models.model_ref import resolve_model_dir
-
-    model_dir = resolve_model_dir(model_dir)
-    if not (Path(model_dir) / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json); "
-                                "run `crsp-ops base-model` or pass --model")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
-    return model, tokenizer
-
-
 def limo_math_tasks(settings, limo_path: Path):
     """(training, held-out) math tasks from the LIMO rows, or ((), ()) without rows."""
     from crsp_ops.crsp.limo_tasks import load_limo_rows, math_tasks, split_heldout
@@ -101,3 +91,9 @@ def limo_math_tasks(settings, limo_path: Path):
     return math_tasks(train_rows), math_tasks(heldout_rows)
 
 
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

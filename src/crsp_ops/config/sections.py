@@ -2,8 +2,8 @@
 
 Fields carry types and float bounds only; their defaults live in the Kconfig file (the single
 home of defaults), so every Settings object is built by ``crsp_ops.config.load_settings``.
-Sections of a feature live beside it (``crsp_ops/config/selfplay_config.py``) and are composed
-here.
+The sections of the data, model and tracking stages are here; those of steering, evolution and
+CRSP in their own modules of this package; ``Settings`` composes them all.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
 from crsp_ops.crsp.checkpointing import (
@@ -52,7 +53,6 @@ from crsp_ops.crsp.tasks import seed_tasks
 from crsp_ops.crsp.tasks.records import MathTask, Task, TaskType
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import TrainingBatch
-from crsp_ops.inference.transformers_backend import resolve_device
 from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
@@ -86,20 +86,6 @@ def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
         start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
         return make_alpha_schedule("linear", start=start, end=end)
     return make_alpha_schedule(reward.alpha_schedule)
-
-
-def make_accelerator(mixed_precision: str, device: str) -> Any:
-    """An ``Accelerator`` for ``device`` (``auto``/``cpu``/``cuda``) and mixed precision.
-
-    Raises:
-        RuntimeError: ``cuda`` asked for without CUDA (never a silent CPU fallback).
-    """
-    from accelerate import Accelerator
-
-
-    resolve_device(device)
-    cpu = device == "cpu" or not torch.cuda.is_available()
-    return Accelerator(mixed_precision=mixed_precision, cpu=cpu)
 
 
 def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
