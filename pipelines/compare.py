@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from crsp_ops.paths import COMPARE_DIR
 from pipelines.entry import stage_main
 
 HELP = "compare evolution runs from MLflow (table + plot)"
@@ -17,7 +18,7 @@ HELP = "compare evolution runs from MLflow (table + plot)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
-    parser.add_argument("--out", default="outputs/compare", help="where the plot and JSON go")
+    parser.add_argument("--out", default=str(COMPARE_DIR), help="where the plot and JSON go")
     parser.add_argument("--max-runs", type=int, default=50, help="newest runs compared")
     parser.add_argument("--experiment", action="append", default=None,
                         help="experiment name (repeatable; default <prefix>-evolve)")

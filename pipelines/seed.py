@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from crsp_ops.paths import BASE_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
 from pipelines.entry import stage_main
 
 HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
@@ -22,9 +23,9 @@ HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``seed`` arguments."""
-    parser.add_argument("--model", default="models/base", help="HF model directory to seed")
-    parser.add_argument("--limo", default="data/limo", help="LIMO rows (file or directory)")
-    parser.add_argument("--out", default="models/seeded", help="output model directory")
+    parser.add_argument("--model", default=str(BASE_MODEL_DIR), help="HF model directory to seed")
+    parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
+    parser.add_argument("--out", default=str(SEEDED_MODEL_DIR), help="output model directory")
 
 
 def run(args: argparse.Namespace) -> int:

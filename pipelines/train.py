@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
 from pipelines.entry import stage_main
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
@@ -23,9 +24,10 @@ HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` arguments."""
-    parser.add_argument("--model", default="models/base", help="HF model directory to train")
-    parser.add_argument("--out", default="models/crsp", help="output directory")
-    parser.add_argument("--limo", default="data/limo", help="LIMO rows (file or directory)")
+    parser.add_argument("--model", default=str(SEEDED_MODEL_DIR),
+                        help="HF model directory to train (the seed stage's output)")
+    parser.add_argument("--out", default=str(CRSP_MODEL_DIR), help="output directory")
+    parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the newest checkpoint under --out")
 

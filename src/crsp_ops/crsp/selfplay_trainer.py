@@ -82,10 +82,8 @@ def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
     end = Alphas(reward.alpha_s_end, reward.alpha_c_end)
     if not reward.alpha_decay_enabled or reward.alpha_schedule == "constant":
         return make_alpha_schedule("constant", alpha_s=end.alpha_s, alpha_c=end.alpha_c)
-    if reward.alpha_schedule == "linear":
-        start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
-        return make_alpha_schedule("linear", start=start, end=end)
-    return make_alpha_schedule(reward.alpha_schedule)
+    start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
+    return make_alpha_schedule(reward.alpha_schedule, start=start, end=end)
 
 
 def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
