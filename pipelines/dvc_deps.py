@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     dvc_file = args.dvc_file or root / "dvc.yaml"
     yaml = YAML()  # round trip: comments, order and layout survive
     yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
     document = yaml.load(dvc_file.read_text(encoding="utf-8"))
     plan = planned_deps(root, document["stages"], COMMANDS)
     stale = {n: d for n, d in plan.items() if list(map(str, document["stages"][n]["deps"])) != d}
