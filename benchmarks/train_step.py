@@ -164,7 +164,8 @@ def main(argv=None) -> int:
     accelerator = make_accelerator(args.mixed_precision, args.device)
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train),
+            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                             settings.generation),
             out_dir=out, accelerator=accelerator)
         records = []
         try:

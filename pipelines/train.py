@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         if accelerator.is_main_process:
             record_run(out, tracker)
         trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train),
+            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                             settings.generation),
             out_dir=out, math_tasks=train_tasks, heldout_math=heldout_tasks, tracker=tracker,
             accelerator=accelerator)
         if checkpoint is not None:

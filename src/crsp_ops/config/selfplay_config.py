@@ -119,11 +119,7 @@ class TrainSettings:
     eval_interval: int
     eval_math_tasks: int
     sample_table_interval: int
-    backend: str  # "in_process" | "openai_server"
-    server_command: str
-    server_engine: str  # "vllm" | "sglang"
-    server_port: int
-    server_reload_interval: int
+    server_reload_interval: int  # generation.backend=openai_server: restart on new weights
     mixed_precision: str  # "no" | "fp16" | "bf16"
 
     def __post_init__(self) -> None:

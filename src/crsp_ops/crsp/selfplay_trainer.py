@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
+from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
@@ -65,6 +66,7 @@ class SelfPlaySettings:
     crsp: CrspSettings
     reward: RewardSettings
     train: TrainSettings
+    generation: GenerationSettings  # backend, engine and server options, shared with evolve
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ class SelfPlayTrainer:
         heldout_math: held-out LIMO rows for evaluation.
         tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
         accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
-        generation: default from ``train.backend`` (in-process or server).
+        generation: default from ``generation.backend`` (in-process or a managed server).
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
@@ -186,16 +188,15 @@ class SelfPlayTrainer:
         return self.accelerator.unwrap_model(self.model)
 
     def _default_generation(self) -> PolicyGeneration:
-        train = self.settings.train
-        if train.backend == "openai_server":
+        generation = self.settings.generation
+        if generation.backend == "openai_server":
             return ServerGeneration(
                 self.unwrapped_model, self.tokenizer, weights_root=self.out_dir / "served",
-                command_template=train.server_command, engine=train.server_engine,
-                port=train.server_port + self.accelerator.process_index,
-                reload_interval=train.server_reload_interval, step=self.step)
+                generation=generation, rank=self.accelerator.process_index,
+                reload_interval=self.settings.train.server_reload_interval, step=self.step)
         return InProcessGeneration(self.unwrapped_model, self.tokenizer,
                                    device=str(self.accelerator.device),
-                                   batch_size=train.micro_batch_size)
+                                   batch_size=generation.batch_size)
 
     def resume(self, checkpoint: str | Path | None = None) -> int:
         """Restore optimizer, step, buffers and RNG from ``checkpoint`` (default: the latest).
@@ -273,7 +274,7 @@ class SelfPlayTrainer:
         return metrics, episode
 
     def _update(self, episode: Episode) -> dict[str, float]:
-        step_rollouts = build_rollouts(episode.samples, self.context, self.tokenizer)
+        step_rollouts = build_rollouts(episode.samples, self.context)
         context_stats = {f"context/{k}": float(v) for k, v in self.context.stats().items()}
         self.context.reset_stats()
         base = {"rollouts/count": float(len(step_rollouts.rollouts)),

@@ -35,10 +35,11 @@ from typing import Any
 
 from crsp_ops.config import Settings
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.canary import run_canary
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
-from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.records import LogprobSemantics, SamplingParams
 from crsp_ops.inference.server_launch import (
     api_key,
     served_model_name,
@@ -153,15 +154,9 @@ def _server_backend(
     if server is not None:
         stack.enter_context(server)  # starts it; stops it (process group) on exit
     backend = OpenAIServerBackend(
-        OpenAIServerSettings(
-            base_url=generation.base_url,
-            model=served_model_name(generation.served_model, model_dir),
-            engine=generation.engine,
-            api_key=api_key(generation.api_key_env),
-            max_concurrency=generation.max_concurrency,
-            request_timeout_s=generation.request_timeout_s,
-            n_clusters=n_clusters,
-        ),
+        client_settings(generation, base_url=generation.base_url,
+                        model=served_model_name(generation.served_model, model_dir),
+                        n_clusters=n_clusters),
         server=server,
         tokenizer=_local_tokenizer(model_dir),
     )
@@ -194,16 +189,54 @@ def _server_manager(
             generation.server_command, model_dir=model_dir, base_url=generation.base_url,
             token_clusters=table,
         )
+    return server_manager(generation, base_url=generation.base_url, command=command,
+                          env={TOKEN_CLUSTERS_ENV: table} if table else None)
+
+
+def server_manager(
+    generation: GenerationSettings,
+    *,
+    base_url: str,
+    command: tuple[str, ...] | None,
+    env: dict[str, str] | None = None,
+) -> ServerManager:
+    """The ``ServerManager`` for a server at ``base_url`` under the ``generation`` settings.
+
+    The one place server options (health path, startup timeout, restarts, log) become a
+    manager: evolve's backend and CRSP's server-backed generation both come through here.
+    ``command=None`` health-checks a server that is already running.
+    """
     return ServerManager(
         ServerConfig(
-            base_url=server_root(generation.base_url),
+            base_url=server_root(base_url),
             command=command,
             health_path=generation.health_path,
             startup_timeout_s=generation.startup_timeout_s,
             max_restarts=generation.server_max_restarts,
             log_path=generation.server_log or None,
-            env={TOKEN_CLUSTERS_ENV: table} if table else None,
+            env=env,
         )
+    )
+
+
+def client_settings(
+    generation: GenerationSettings,
+    *,
+    base_url: str,
+    model: str,
+    n_clusters: int | None = None,
+    logprob_semantics: LogprobSemantics | None = None,
+) -> OpenAIServerSettings:
+    """How the client talks to the server at ``base_url`` (engine, key, concurrency, timeout)."""
+    return OpenAIServerSettings(
+        base_url=base_url,
+        model=model,
+        engine=generation.engine,
+        api_key=api_key(generation.api_key_env),
+        max_concurrency=generation.max_concurrency,
+        request_timeout_s=generation.request_timeout_s,
+        n_clusters=n_clusters,
+        logprob_semantics=logprob_semantics,
     )
 
 

@@ -42,6 +42,19 @@ def host_and_port(base_url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
+def with_port_offset(base_url: str, offset: int) -> str:
+    """``base_url`` with its port raised by ``offset`` (one server per process rank).
+
+    >>> with_port_offset("http://127.0.0.1:8011/v1", 1)
+    'http://127.0.0.1:8012/v1'
+    """
+    if offset == 0:
+        return base_url
+    host, port = host_and_port(base_url)
+    parts = urlsplit(base_url)
+    return parts._replace(netloc=f"{host}:{port + offset}").geturl()
+
+
 def server_argv(
     command: str, *, model_dir: str | os.PathLike, base_url: str, token_clusters: str | None
 ) -> tuple[str, ...]:
