@@ -109,10 +109,7 @@ def find_protections(
     spans = hub_cache_protections(text)
     spans += _loader_arguments(text, directory_names)
     spans += [Protection(*m.span(), MLFLOW_REASON) for m in _MLFLOW_URI.finditer(text)]
-    spans += [Protection(*m.span(), URL_REASON, url_kind(m[0])) for m in _URL.finditer(text)]
-    spans += [
-        Protection(*m.span(), URL_REASON, url_kind(m[0])) for m in _BARE_DOMAIN.finditer(text)
-    ]
+    spans += _urls(_URL, text) + _urls(_BARE_DOMAIN, text)
     spans += _hub_ids(text, directory_names)
     spans += [Protection(*m.span(), CITATION_REASON) for m in _LATEX_CITE.finditer(text)]
     spans += [Protection(*m.span(), CITATION_REASON) for m in _PANDOC_CITE.finditer(text)]
@@ -159,6 +156,17 @@ def keep_protections(text: str, keep: Sequence[re.Pattern[str]]) -> list[Protect
         for m in pattern.finditer(text)
         if m.end() > m.start()
     ]
+
+
+def _urls(pattern: re.Pattern[str], text: str) -> list[Protection]:
+    """URL spans, without the sentence punctuation that may follow a URL in prose."""
+    spans = []
+    for match in pattern.finditer(text):
+        url = match[0].rstrip(".,;:!?")
+        if url:
+            spans.append(Protection(match.start(), match.start() + len(url), URL_REASON,
+                                    url_kind(url)))
+    return spans
 
 
 def _loader_arguments(text: str, directory_names: frozenset[str]) -> list[Protection]:
