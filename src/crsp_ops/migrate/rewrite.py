@@ -53,16 +53,15 @@ def rewrite_text(
     """
     if not DETECTION.search(text):
         return RewriteResult(text)
-    claimed: list[tuple[int, int]] = []
+    claimed = _DisjointSpans()
     edits: list[tuple[int, int, str]] = []
     counts: Counter[str] = Counter()
     leftovers: list[Leftover] = []
     for rule in rules:
         for match in rule.pattern.finditer(text):
             start, end = match.span()
-            if _overlaps(start, end, claimed):
+            if not claimed.claim(start, end):
                 continue
-            claimed.append((start, end))
             guard = _guard(start, end, protections)
             if guard is not None:
                 leftovers.append(Leftover(start, end, match.group(), guard.reason, guard))
@@ -73,7 +72,7 @@ def rewrite_text(
                 counts[rule.name] += 1
     for match in DETECTION.finditer(text):
         start, end = match.span()
-        if not _overlaps(start, end, claimed):
+        if not claimed.overlaps(start, end):
             guard = _guard(start, end, protections)
             if guard is not None:
                 reason = guard.reason
@@ -97,8 +96,31 @@ def line_locator(text: str) -> Callable[[int], tuple[int, int]]:
     return locate
 
 
-def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
-    return any(start < other_end and other_start < end for other_start, other_end in spans)
+class _DisjointSpans:
+    """Non-overlapping half-open spans, sorted, so an overlap test is a bisection, not a scan.
+
+    A file with thousands of matches would otherwise cost a quadratic number of comparisons.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` overlaps a span already held."""
+        index = bisect.bisect_right(self._starts, start)
+        before = index > 0 and self._ends[index - 1] > start
+        after = index < len(self._starts) and self._starts[index] < end
+        return before or after
+
+    def claim(self, start: int, end: int) -> bool:
+        """Hold ``[start, end)`` unless it overlaps a held span; return whether it was taken."""
+        if self.overlaps(start, end):
+            return False
+        index = bisect.bisect_right(self._starts, start)
+        self._starts.insert(index, start)
+        self._ends.insert(index, end)
+        return True
 
 
 def _guard(start: int, end: int, protections: Sequence[Protection]) -> Protection | None:
