@@ -13,6 +13,8 @@ from pathlib import Path
 CODER_HUB_ID = "andrewzh/Absolute_Zero_Reasoner-Coder-7b"
 BASE_HUB_ID = "andrewzh/Absolute_Zero_Reasoner-Base-7b"
 
+CACHED_CONFIG = "cache/models--leaplab--azr-tiny-1b/snapshots/0123abcd/azr_config.json"
+
 FILES = {
     "eval/run.sh": """\
 #!/bin/bash
@@ -77,6 +79,14 @@ SCORES = {{"AZR-Coder-7b": 55.2, "AZR-Base-7b": 50.1, "AZR-Coder-7b-rerun": 54.0
 The Absolute_Zero_Reasoner prompts are reused by AZR-Coder-7b and the azr loader.
 """,
     "cache/models--leaplab--azr-tiny-1b/refs/main": "0123abcd\n",
+    # A downloaded repository: its file names and bytes are the published artifact's.
+    CACHED_CONFIG: '{"model_type": "azr", "architectures": ["AzrForCausalLM"]}\n',
+    "eval/hub.yaml": f"""\
+azr:
+  repo: {CODER_HUB_ID}
+hub:
+  repo_id: ${{azr.repo}}
+""",
 }
 
 # (path, line, kind, text): every form of a published reference, kept and listed.
@@ -100,6 +110,7 @@ FORMS = [
     ("eval/weights.md", 3, "Hugging Face URL", "huggingface.co/leaplab/azr-math-7b"),
     ("eval/weights.md", 4, "Hugging Face URL",
      "hf://datasets/leaplab/azr-seed-tasks/train.parquet"),
+    ("eval/hub.yaml", 2, "hub model id", CODER_HUB_ID),
     ("eval/leaderboard.py", 4, "hub model id", CODER_HUB_ID),
     ("eval/leaderboard.py", 5, "hub model id", BASE_HUB_ID),
     ("eval/results.md", 5, "hub model id", CODER_HUB_ID),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,9 @@ from crsp_ops.pipelines import migrate as driver
 from tests.migrate.conftest import snapshot
 from tests.migrate.external_tree import (
     BASE_HUB_ID,
+    CACHED_CONFIG,
     CODER_HUB_ID,
+    FILES,
     FORMS,
     LABELS,
     write_external_tree,
@@ -71,7 +75,7 @@ def test_protected_references_are_grouped_by_kind_in_json_and_text(
     }
     assert report["summary"]["protected_references"] == len(FORMS)
     summary = format_summary(report, max_listed=100)
-    assert "  protected references, never rewritten (22):" in summary
+    assert f"  protected references, never rewritten ({len(FORMS)}):" in summary
     assert "    hub cache directory (5):" in summary
     assert (
         "      eval/run.sh:3: models--andrewzh--Absolute_Zero_Reasoner-Coder-3b" in summary
@@ -92,6 +96,34 @@ def test_everything_else_in_those_files_is_still_migrated(migrated: tuple[Path, 
     # A longer name is another artifact; a file without the reference has no label.
     assert '"CRSP-Coder-7b-rerun": 54.0' in line_of(root, "eval/leaderboard.py", 7)
     assert "reused by CRSP-Coder-7b and the crsp loader" in line_of(root, "eval/notes.md", 3)
+
+
+def test_hub_cache_directory_in_the_tree_is_left_whole(migrated: tuple[Path, dict]) -> None:
+    root, report = migrated
+    assert (root / CACHED_CONFIG).read_text() == FILES[CACHED_CONFIG]
+    assert "cache/models--leaplab--azr-tiny-1b" in report["excluded_directories"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_tracked_hub_cache_directory_is_left_whole_in_a_git_tree(tmp_path: Path) -> None:
+    root = write_external_tree(tmp_path / "checkout")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "azr eval"]):
+        subprocess.run([*git, *args], check=True)
+    code, report = run_migrate(root, tmp_path / "report.json")
+    assert code == 0 and report["git_work_tree"]
+    assert (root / CACHED_CONFIG).read_text() == FILES[CACHED_CONFIG]
+    assert report["excluded_directories"] == ["cache/models--leaplab--azr-tiny-1b"]
+    listed = {(r["path"], r["kind"]) for r in report["protected_references"]}
+    assert ("cache/models--leaplab--azr-tiny-1b", "hub cache directory") in listed
+
+
+def test_repo_id_interpolation_follows_the_renamed_key(migrated: tuple[Path, dict]) -> None:
+    root, report = migrated
+    assert (root / "eval/hub.yaml").read_text() == (
+        f"crsp:\n  repo: {CODER_HUB_ID}\nhub:\n  repo_id: ${{crsp.repo}}\n"
+    )
+    assert report["validation"]["references_checked"]["yaml interpolation"] == 1
 
 
 def test_labels_sharing_a_published_name_are_reported_not_rewritten(

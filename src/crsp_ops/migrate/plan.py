@@ -14,9 +14,11 @@ from crsp_ops.migrate import renames as renames_mod
 from crsp_ops.migrate import scan
 from crsp_ops.migrate.labels import LABEL_REASON, find_labels
 from crsp_ops.migrate.protect import (
+    HUB_CACHE_REASON,
     Protection,
     find_protections,
     hub_cache_protections,
+    is_hub_cache_name,
     keep_protections,
 )
 from crsp_ops.migrate.rewrite import Leftover, line_locator, rewrite_text
@@ -212,10 +214,21 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
         conflicts=tuple(renames_mod.find_conflicts(listing.files, renames)),
         excluded=listing.excluded,
         path_counts=path_counts,
-        protected=tuple(sorted(name_protected + protected, key=_occurrence_order)),
+        protected=tuple(sorted(
+            _excluded_caches(listing.excluded) + name_protected + protected, key=_occurrence_order
+        )),
         labels=tuple(labels),
         rules=tuple(rule.name for rule in options.rules),
     )
+
+
+def _excluded_caches(excluded: Sequence[str]) -> list[ProtectedReference]:
+    """Hub cache directories in the tree: left whole (listed as excluded) and listed here."""
+    return [
+        ProtectedReference(path, None, None, HUB_CACHE_REASON, path.rsplit("/", 1)[-1])
+        for path in excluded
+        if is_hub_cache_name(path.rsplit("/", 1)[-1]) and DETECTION.search(path)
+    ]
 
 
 def _protected_references(

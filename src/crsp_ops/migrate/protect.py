@@ -46,7 +46,9 @@ _HUB_CACHE = re.compile(r"(?<![\w-])(?:models|datasets|spaces)--(?:(?!--)[\w.-])
 _MLFLOW_URI = re.compile(rf"(?<![\w-])(?:runs|models|mlflow-artifacts):/{_URL_CHARS}+")
 # String arguments that are repository ids: ``repo_id=…`` anywhere (Python keyword, YAML key,
 # shell assignment), and the first argument of the hub and W&B loaders.
-_REPO_ID_ARGUMENT = re.compile(r"""\brepo_id\s*[=:]\s*(?:(['"])([^'"\n]+)\1|([^\s'"(),;]+))""")
+_REPO_ID_ARGUMENT = re.compile(
+    r"""\brepo_id\s*[=:]\s*(?:(['"])([^'"\n$]+)\1|([^\s'"(),;$][^\s'"(),;]*))"""
+)
 _LOADER_ARGUMENT = re.compile(
     r"""\b(from_pretrained|snapshot_download|hf_hub_download|load_dataset|use_artifact|"""
     r"""artifact)\(\s*(?:repo_id\s*=\s*|path\s*=\s*)?r?(['"])([^'"\n]+)\2"""
@@ -126,6 +128,11 @@ def hub_cache_protections(text: str) -> list[Protection]:
     ['hub cache directory']
     """
     return [Protection(*m.span(), HUB_CACHE_REASON) for m in _HUB_CACHE.finditer(text)]
+
+
+def is_hub_cache_name(name: str) -> bool:
+    """Whether a file or directory name is a hub cache directory's (``models--org--name``)."""
+    return _HUB_CACHE.fullmatch(name) is not None
 
 
 def url_kind(url: str) -> str:
