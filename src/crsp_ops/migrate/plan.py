@@ -261,8 +261,8 @@ def _plan_name_changes(
            list[ProtectedReference]]:
     """Rewrite each entry's own name; ``--keep`` patterns see the entry's whole relative path.
 
-    A hub cache directory checked into the tree (``models--org--azr-7b/``) keeps its name: the
-    hub finds a cached repository by exactly that name.
+    A name in hub cache form (``models--org--azr-7b``) is kept: the hub finds a cached
+    repository by exactly that name (such directories are not even scanned, see ``scan``).
     """
     counts: Counter[str] = Counter()
     leftovers: list[Occurrence] = []
