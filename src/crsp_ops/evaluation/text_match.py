@@ -1,0 +1,119 @@
+"""Offline grading against text gold ("Yes, ...", a named segment, a short explanation).
+
+Rules, in order: a refusal is wrong; a gold that opens with yes/no needs the same polarity
+(and the gold's key numbers, when it quotes any); otherwise the answer must contain the gold's
+normalised key phrase, or cover its content words (all of them for short golds, 60% for longer
+explanations), and every key number of the gold must appear in the answer. Free-form gold that
+needs judgement is what the LLM judge is for.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+from crsp_ops.evaluation.final_answer import committed_span, strip_reasoning
+from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
+from crsp_ops.evaluation.numeric_match import match_rule
+from crsp_ops.evaluation.question_units import QuestionIntent
+from crsp_ops.evaluation.refusals import refusal
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_POLARITY = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_POLARITY_ANYWHERE = re.compile(r"\b(yes|no)\b(?=[,.;:!]|\s*$)", re.IGNORECASE)
+_STOPWORDS = frozenset(
+    "a an the of in on for to and or by with as at from is are was were be been its it this that "
+    "these those which who whom than then also has have had not no yes company company's fy its "
+    "their they than over into per".split()
+)
+LONG_GOLD_COVERAGE = 0.6  # share of a long gold's content words the answer must contain
+
+
+def normalize_text(text: str) -> str:
+    """Lowercase, drop punctuation and articles, collapse whitespace.
+
+    >>> normalize_text("  The Apple, Inc. ")
+    'apple inc'
+    """
+    lowered = text.lower().translate(str.maketrans("", "", string.punctuation))
+    return " ".join(_ARTICLES.sub(" ", lowered).split())
+
+
+def content_words(text: str) -> list[str]:
+    """Normalised words that carry meaning (no stopwords, plural "s" dropped).
+
+    >>> content_words("The Cloud Services segments of the company")
+    ['cloud', 'service', 'segment']
+    """
+    words = [w for w in normalize_text(text).split() if w not in _STOPWORDS]
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in words if not any(c.isdigit() for c in w)]
+
+
+def polarity(text: str) -> str:
+    """"yes", "no" or "" for the answer's leading (or first stand-alone) yes/no.
+
+    >>> polarity("Yes, it did."), polarity("It did not; no."), polarity("Revenue grew.")
+    ('yes', 'no', '')
+    """
+    match = _POLARITY.search(text) or _POLARITY_ANYWHERE.search(text)
+    return match.group(1).lower() if match else ""
+
+
+def key_numbers(gold: str) -> list[ParsedNumber]:
+    """The gold's numbers that an answer must state (years and references aside)."""
+    return [n for n in find_numbers(gold) if not n.is_year_like]
+
+
+def grade_text(answer: str, gold: str, intent: QuestionIntent, *,
+               rel_tol: float) -> tuple[bool, str]:
+    """Grade ``answer`` against text ``gold``; return ``(is_correct, reasoning)``.
+
+    >>> grade_text("Final answer: Yes, margins improved.", "Yes", QuestionIntent(), rel_tol=0.01)
+    (True, "polarity 'yes' matches the gold's")
+    """
+    want = normalize_text(gold)
+    if not want:
+        raise ValueError("gold answer is empty after normalisation")
+    text = strip_reasoning(answer)
+    start, _, how = committed_span(text)
+    scope = text[start:] if how else text
+    refused = refusal(scope)
+    if refused:
+        return False, f"the answer refuses ({refused!r})"
+    missing = _missing_numbers(scope, gold, intent, rel_tol)
+    wanted_polarity = polarity(gold) if _POLARITY.search(gold) else ""
+    if wanted_polarity:
+        got = polarity(scope)
+        if got and got != wanted_polarity:
+            return False, f"polarity {got!r} contradicts the gold's {wanted_polarity!r}"
+        if got:
+            if missing:
+                return False, f"polarity matches but the gold's figures {missing} are missing"
+            return True, f"polarity {got!r} matches the gold's"
+    return _grade_phrase(scope, gold, missing)
+
+
+def _grade_phrase(scope: str, gold: str, missing: list[str]) -> tuple[bool, str]:
+    if missing:
+        return False, f"the gold's figures {missing} are missing from the answer"
+    got, want = normalize_text(scope), normalize_text(gold)
+    if f" {want} " in f" {got} ":
+        return True, f"the answer contains the gold phrase {want!r}"
+    wanted = content_words(gold)
+    if not wanted:
+        return False, f"text answer {got[:80]!r} does not contain the gold {want!r}"
+    present = set(content_words(scope))
+    covered = [w for w in wanted if w in present]
+    needed = 1.0 if len(set(wanted)) <= 4 else LONG_GOLD_COVERAGE
+    share = len(set(covered)) / len(set(wanted))
+    if share >= needed:
+        return True, f"the answer covers {share:.0%} of the gold's key words {sorted(set(wanted))}"
+    return False, (f"the answer covers {share:.0%} of the gold's key words (needs {needed:.0%}): "
+                   f"missing {sorted(set(wanted) - present)}")
+
+
+def _missing_numbers(scope: str, gold: str, intent: QuestionIntent, rel_tol: float) -> list[str]:
+    stated = find_numbers(scope)
+    return [g.text for g in key_numbers(gold)
+            if not any(match_rule(a, g, intent, rel_tol=rel_tol) for a in stated)]
