@@ -8,9 +8,16 @@ import importlib
 import pytest
 
 MODULES = [
+    "crsp_ops.evaluation.agreement",
     "crsp_ops.evaluation.answer_extraction",
     "crsp_ops.evaluation.correctness",
+    "crsp_ops.evaluation.final_answer",
+    "crsp_ops.evaluation.numbers",
+    "crsp_ops.evaluation.numeric_match",
+    "crsp_ops.evaluation.question_units",
+    "crsp_ops.evaluation.refusals",
     "crsp_ops.evaluation.scoring",
+    "crsp_ops.evaluation.text_match",
 ]
 
 

@@ -49,10 +49,14 @@ _COUNT_AFTER = re.compile(
     r"^[\s-]+(?:\w+\s+)?(?:segments?|items?|quarters?|years?|months?|weeks?|days?|employees|"
     r"stores|countries|locations|subsidiaries|products|factors|reasons|steps|categories|"
     r"divisions|regions|business(?:es)?|companies|acquisitions|plants|facilities|markets|risks|"
-    r"components|metrics|lines|brands|customers|times\s+(?:in|during|over))\b",
+    r"components|metrics|lines|brands|customers|programs?|transactions|deals|tranches|"
+    r"installments|payments|offerings|plans|occasions|classes|series|times\s+(?:in|during|over))"
+    r"\b",
     re.IGNORECASE,
 )
 _LIST_SEPARATOR = re.compile(r"^\s*(?:,|;|and|,\s*and)?\s*$", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
+_TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
 _EQUALS = re.compile(r"=|\bequals\b", re.IGNORECASE)
 
 
@@ -198,12 +202,18 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
     after_equals = _after_last_equals(pool, text)
     if after_equals is not None:
         return after_equals
-    for index, number in enumerate(pool[1:], start=1):
-        between = text[pool[index - 1].end:number.start]
-        if re.search(r"\bto\s*$", between) and re.search(r"\bfrom\b", text[max(0, pool[0].start
-                                                                              - 30):number.start]):
-            return number
-    return pool[0]
+    pairs = _from_to_pairs(pool, text)
+    if intent.asks_change:  # "up 7.3%, from 4,512 to 4,843": the endpoints are inputs
+        ends = {id(n) for pair in pairs for n in pair}
+        return next((n for n in pool if id(n) not in ends), pool[0])
+    return pairs[0][1] if pairs and pairs[0][0] is pool[0] else pool[0]
+
+
+def _from_to_pairs(pool: list[ParsedNumber], text: str) -> list[tuple[ParsedNumber, ParsedNumber]]:
+    """Consecutive candidates written "from X to Y"."""
+    return [(a, b) for a, b in zip(pool, pool[1:], strict=False)
+            if _FROM.search(text[max(0, a.start - 20):a.start])
+            and _TO.match(text[a.end:b.start])]
 
 
 def _after_last_equals(pool: list[ParsedNumber], text: str) -> ParsedNumber | None:

@@ -38,6 +38,7 @@ _UNIT_PHRASE = re.compile(
     r"|\b(?:usd|us\$|\$|eur|gbp)\s+(?:in\s+)?(thousands|millions|billions)\b",
     re.IGNORECASE,
 )
+_NEAR = 30  # characters between a number and a unit phrase that still make it the number's own
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
 
@@ -58,6 +59,7 @@ class ParsedNumber:
     start: int = 0  # span in the parsed text
     end: int = 0
     currency: bool = False  # written with a currency sign or code
+    scale_implied: bool = False  # the scale came from a unit phrase of the text, not the number
 
 
 def find_numbers(text: str) -> list[ParsedNumber]:
@@ -72,29 +74,36 @@ def find_numbers(text: str) -> list[ParsedNumber]:
     for match in _NUMBER.finditer(text):
         if _glued_to_word(text, match):
             continue
-        numbers.append(_parsed(text, match, default_scale))
+        # A unit phrase right beside the number is its own unit; farther away (a quoted
+        # table's "in thousands") it is only implied, and the number may be meant unscaled.
+        near = unit is not None and (unit.start() - match.end() <= _NEAR
+                                     and match.start() - unit.end() <= _NEAR)
+        numbers.append(_parsed(text, match, default_scale, implied_only=not near))
     return numbers
 
 
-def _parsed(text: str, match: re.Match, default_scale: float | None) -> ParsedNumber:
+def _parsed(text: str, match: re.Match, default_scale: float | None, *,
+            implied_only: bool) -> ParsedNumber:
     digits = match["digits"].replace(",", "")
     raw = float(digits)
     # A dash right after a word or digit is a range or hyphen ("2019-2020"), not a sign.
-    after_word = match.start() > 0 and text[match.start() - 1].isalnum()
+    sign_at = match.start("sign") if match["sign"] else match.start("sign2")
+    after_word = sign_at > 0 and text[sign_at - 1].isalnum()
     signed = bool(match["sign"] or match["sign2"]) and not after_word
     negative = signed or bool(match["open"] and match["close"])
     raw = -raw if negative else raw
     kind = ("percent" if match["percent"] else "bps" if match["bps"]
             else "multiple" if match["times"] else "plain")
     scale = _scale_of(match)
-    if scale is None and kind == "plain":
-        scale = default_scale
+    implied = False
+    if scale is None and kind == "plain" and default_scale is not None:
+        scale, implied = default_scale, implied_only
     return ParsedNumber(
         value=raw * (scale or 1.0),
         raw=raw,
         is_percent=kind == "percent",
         has_scale=scale is not None,
-        is_year_like=bool(_YEAR.match(digits)) and kind == "plain"
+        is_year_like=bool(_YEAR.match(match["digits"])) and kind == "plain"
         and not (match["currency"] or scale),
         text=match.group(0).strip(),
         kind=kind,
@@ -104,6 +113,7 @@ def _parsed(text: str, match: re.Match, default_scale: float | None) -> ParsedNu
         start=match.start() + len(match.group(0)) - len(match.group(0).lstrip()),
         end=match.end(),
         currency=bool(match["currency"]),
+        scale_implied=implied,
     )
 
 

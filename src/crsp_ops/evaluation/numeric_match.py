@@ -81,7 +81,7 @@ def _scale_readings(answer: ParsedNumber, gold: ParsedNumber,
     unit = gold_unit_scale(gold, intent)
     if answer.has_scale:
         found = [("scaled", answer.scale / unit)]
-        if not gold.has_scale:
+        if answer.scale_implied or not (gold.has_scale or intent.scale):
             found.append(("unscaled (the unit left implicit)", 1.0))
         return found
     found = [("as written, in the gold's units", 1.0)]
@@ -119,6 +119,8 @@ def _passing_rule(value: float, factor: float, answer: ParsedNumber, gold: Parse
                   intent: QuestionIntent, rel_tol: float, approximate: bool) -> str:
     target = gold.raw
     shown = f"{value:.6g}"
+    if gold.is_year_like:  # years are exact
+        return f"{shown} is the year {target:g}" if _equal(value, target) else ""
     if _close(value, target, rel_tol):
         return f"{shown} within rel_tol={rel_tol:g} of {target:g}"
     if (gold.decimals >= 1 or intent.decimals == 0) and _equal(

@@ -35,6 +35,9 @@ _NEAREST = re.compile(
 )
 _DECREASE = re.compile(r"\b(?:decreas|declin|drop|fall|fell|reduc|shrink|shrank|lose|lost)",
                        re.IGNORECASE)
+_CHANGE = re.compile(
+    r"\b(?:chang|grow|grew|growth|increas|decreas|declin|differ|by\s+how\s+much|expan|contract|"
+    r"improv|deteriorat|cagr)", re.IGNORECASE)
 _COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\s+(?!shares\b)", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:which|what|in\s+which|in\s+what)\s+(?:fiscal\s+)?year\b", re.IGNORECASE)
 _WORD_DIGITS = {"one": 1, "two": 2, "three": 3, "four": 4}
@@ -50,6 +53,7 @@ class QuestionIntent:
     bps: bool = False  # asks in basis points
     decimals: int | None = None  # requested rounding (decimal places), if stated
     asks_decrease: bool = False  # the question itself speaks of a decrease/decline
+    asks_change: bool = False  # asks for a change/growth: "from X to Y" figures are inputs
     asks_count: bool = False  # "how many ...": small integers are the answer, not counts
     asks_year: bool = False  # "in which year ...": years are the answer
     quoted: tuple[float, ...] = ()  # numbers quoted in the question (inputs, not answers)
@@ -73,6 +77,7 @@ def question_intent(question: str | None) -> QuestionIntent:
         bps=bool(_BPS.search(question)),
         decimals=requested_decimals(question),
         asks_decrease=bool(_DECREASE.search(question)),
+        asks_change=bool(_CHANGE.search(question)),
         asks_count=bool(_COUNT.search(question)),
         asks_year=bool(_YEAR.search(question)),
         quoted=tuple(n.value for n in find_numbers(question) if not n.is_year_like),

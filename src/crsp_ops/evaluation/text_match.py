@@ -84,7 +84,7 @@ def grade_text(answer: str, gold: str, intent: QuestionIntent, *,
     missing = _missing_numbers(scope, gold, intent, rel_tol)
     wanted_polarity = polarity(gold) if _POLARITY.search(gold) else ""
     if wanted_polarity:
-        got = polarity(scope)
+        got = polarity(scope) or polarity(text)
         if got and got != wanted_polarity:
             return False, f"polarity {got!r} contradicts the gold's {wanted_polarity!r}"
         if got:
