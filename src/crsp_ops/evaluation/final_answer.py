@@ -57,7 +57,7 @@ _COUNT_AFTER = re.compile(
 _LIST_SEPARATOR = re.compile(r"^\s*(?:,|;|and|,\s*and)?\s*$", re.IGNORECASE)
 _FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
 _TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
-_EQUALS = re.compile(r"=|\bequals\b", re.IGNORECASE)
+_EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ SCALE_WORDS = {
 
 _NUMBER = re.compile(
     r"(?P<open>\(\s*)?"
-    r"(?P<sign>[-−–]\s?)?"
+    r"(?P<sign>[-−–])?"  # a dash followed by a space is punctuation, not a sign
     r"(?P<currency>US\$|USD|EUR|GBP|[$€£¥₹])?\s?"
     r"(?P<sign2>[-−–])?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"

@@ -1,8 +1,9 @@
 """Refusals and hedges: answers that decline to commit must never be graded correct.
 
 Shared by numeric and text gold. A refusal ("the information is not available in the provided
-context") counts even when the answer quotes numbers around it, unless a contrast ("but",
-"however") follows it and the answer goes on to commit. A hedge joins several distinct
+context") counts even when the answer quotes numbers around it, unless the answer goes on to
+commit to a figure after a contrast ("but", "however") or after a partial refusal ("not
+separately disclosed; ... total $57 million"). A hedge joins several distinct
 candidate values ("10% or 12%", "between 10% and 12%", "it might be ...").
 """
 
@@ -33,6 +34,7 @@ _CONTRAST = re.compile(
     r"we\s+can|can\s+be\s+(?:computed|calculated|derived))\b",
     re.IGNORECASE,
 )
+_PARTIAL = re.compile(r"\b(?:separately|directly|explicitly)\b", re.IGNORECASE)
 HEDGE_WORDS = re.compile(
     r"\b(?:or|either|possibly|perhaps|maybe|might|could|alternatively|somewhere|"
     r"depending|range|ranging|between|unclear|uncertain)\b",
@@ -43,8 +45,9 @@ HEDGE_WORDS = re.compile(
 def refusal(text: str, *, committed_at: int | None = None) -> str:
     """Return the refusal phrase that stands in ``text`` ("" when there is none).
 
-    A refusal is overruled when a contrast word follows it and a committed figure comes after
-    that contrast (``committed_at``: the committed figure's position in ``text``).
+    A refusal is overruled when a committed figure comes after it (``committed_at``: the
+    figure's position in ``text``) and either a contrast word stands between them or the
+    refusal is only partial ("not separately", "not directly", "not explicitly").
 
     >>> refusal("The 2019 revenue of $1,577 million is given, but 2020 is not disclosed.")
     'is not disclosed'
@@ -52,10 +55,10 @@ def refusal(text: str, *, committed_at: int | None = None) -> str:
     ''
     """
     for match in _REFUSAL.finditer(text):
-        if committed_at is not None and committed_at > match.end():
-            contrast = _CONTRAST.search(text, match.end(), committed_at)
-            if contrast:
-                continue
+        if committed_at is not None and committed_at > match.end() and (
+                _PARTIAL.search(match.group(0))
+                or _CONTRAST.search(text, match.end(), committed_at)):
+            continue
         return match.group(0)
     return ""
 
