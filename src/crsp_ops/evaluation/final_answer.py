@@ -5,7 +5,8 @@ sentence after the last "final answer" / "the answer is" / "answer:", the senten
 "is approximately" / "therefore ... is" / "comes to", else the last sentence with a figure.
 Within it, years, document/page/note references, dates and counts are skipped (unless the
 question asks for a year or a count), a figure after the last "=" or after "from ... to" wins,
-and figures quoted from the question yield to new ones. Several distinct values of the same
+figures quoted from the question yield to new ones, and a rate is preferred when the gold
+is a rate (an amount otherwise). Several distinct values of the same
 kind in a hedged or bare list ("10% or 12%", "10%, 12%, 15%") are spraying, not an answer.
 """
 
@@ -195,13 +196,11 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
           wants_percent: bool) -> ParsedNumber:
     """The committed figure among the span's candidates (see the module docstring)."""
     pool = [n for n in in_span if not _quoted(n, intent)] or in_span
-    if wants_percent:
-        pool = [n for n in pool if n.kind in ("percent", "bps")] or pool
-    else:
-        pool = [n for n in pool if n.kind not in ("percent", "bps")] or pool
     after_equals = _after_last_equals(pool, text)
     if after_equals is not None:
         return after_equals
+    rates = [n for n in pool if n.kind in ("percent", "bps")]
+    pool = (rates if wants_percent else [n for n in pool if n not in rates]) or pool
     pairs = _from_to_pairs(pool, text)
     if intent.asks_change:  # "up 7.3%, from 4,512 to 4,843": the endpoints are inputs
         ends = {id(n) for pair in pairs for n in pair}
