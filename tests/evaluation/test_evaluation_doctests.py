@@ -18,6 +18,7 @@ MODULES = [
     "crsp_ops.evaluation.refusals",
     "crsp_ops.evaluation.scoring",
     "crsp_ops.evaluation.text_match",
+    "crsp_ops.evaluation.year_tags",
 ]
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
+from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers, round_half_up
 from crsp_ops.evaluation.question_units import QuestionIntent
 from crsp_ops.evaluation.refusals import HEDGE_WORDS, hedged, refusal
+from crsp_ops.evaluation.year_tags import year_tag
 
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
@@ -56,6 +57,7 @@ _COUNT_AFTER = re.compile(
     re.IGNORECASE,
 )
 _LIST_SEPARATOR = re.compile(r"^\s*(?:,|;|and|,\s*and)?\s*$", re.IGNORECASE)
+_OPERATORS = "+-*/×÷=≈−"
 _FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
 _TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
 _EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
@@ -196,6 +198,7 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
           wants_percent: bool) -> ParsedNumber:
     """The committed figure among the span's candidates (see the module docstring)."""
     pool = [n for n in in_span if not _quoted(n, intent)] or in_span
+    pool = _of_the_asked_year(pool, text, intent)
     after_equals = _after_last_equals(pool, text)
     if after_equals is not None:
         return after_equals
@@ -215,6 +218,17 @@ def _from_to_pairs(pool: list[ParsedNumber], text: str) -> list[tuple[ParsedNumb
             and _TO.match(text[a.end:b.start])]
 
 
+def _of_the_asked_year(pool: list[ParsedNumber], text: str,
+                       intent: QuestionIntent) -> list[ParsedNumber]:
+    """When figures are stated for different years, keep those of the question's one year."""
+    if len(intent.years) != 1:
+        return pool
+    tags = [year_tag(n, text) for n in pool]
+    asked = [n for n, tag in zip(pool, tags, strict=True) if tag == intent.years[0]]
+    other = [n for n, tag in zip(pool, tags, strict=True) if tag not in (None, intent.years[0])]
+    return asked if asked and other else pool
+
+
 def _after_last_equals(pool: list[ParsedNumber], text: str) -> ParsedNumber | None:
     """In "a / b = c", the figure after the last "=" between candidates (not "(= a / b)")."""
     signs = [m.start() for m in _EQUALS.finditer(text, pool[0].end, pool[-1].start)
@@ -229,21 +243,49 @@ def _quoted(number: ParsedNumber, intent: QuestionIntent) -> bool:
 
 
 def _same_value(a: ParsedNumber, b: ParsedNumber) -> bool:
+    """Equal, as percent vs fraction, or one the other rounded ("6.904" and "6.90")."""
     for factor in (1.0, 100.0, 0.01):
         target = b.value * factor
         if abs(a.value - target) <= 1e-9 * max(1.0, abs(target)):
             return True
+    if a.kind == b.kind and a.scale == b.scale:
+        coarse, fine = (a, b) if a.decimals <= b.decimals else (b, a)
+        return abs(round_half_up(fine.raw, coarse.decimals) - coarse.raw) <= 1e-9 * max(
+            1.0, abs(coarse.raw))
     return False
+
+
+def _other_year(rival: ParsedNumber, chosen: ParsedNumber, text: str) -> bool:
+    """Figures stated for different years are a comparison, not alternatives."""
+    tags = year_tag(rival, text), year_tag(chosen, text)
+    return None not in tags and tags[0] != tags[1]
+
+
+def _operand(number: ParsedNumber, text: str) -> bool:
+    """A figure inside an arithmetic expression ("66,608 / 9,648"): an input, not an offer."""
+    before = text[max(0, number.start - 3):number.start].rstrip(" (")
+    after = text[number.end:number.end + 3].lstrip(" )")
+    return (before[-1:] in _OPERATORS and before[-1:] != "") or (
+        after[:1] in _OPERATORS and after[:1] != "")
 
 
 def _kind_group(number: ParsedNumber) -> str:
     return "rate" if number.kind in ("percent", "bps") else "amount"
 
 
+def _alternative(number: ParsedNumber, chosen: ParsedNumber, text: str) -> bool:
+    """True when ``number`` is a real alternative to ``chosen``.
+
+    Same kind, another value, not an input of an expression, not a figure of another year.
+    """
+    return (number is not chosen and _kind_group(number) == _kind_group(chosen)
+            and not _same_value(number, chosen) and not _operand(number, text)
+            and not _other_year(number, chosen, text))
+
+
 def _sprayed(chosen: ParsedNumber, in_span: list[ParsedNumber], text: str) -> list[ParsedNumber]:
     """Distinct same-kind values offered with ``chosen`` in a hedge or a bare list."""
-    rivals = [n for n in in_span if n is not chosen and _kind_group(n) == _kind_group(chosen)
-              and not _same_value(n, chosen)]
+    rivals = [n for n in in_span if _alternative(n, chosen, text)]
     if not rivals:
         return []
     if any(hedged(text[max(0, min(n.start, chosen.start) - 30):max(n.end, chosen.end)])
@@ -257,14 +299,14 @@ def _sprayed(chosen: ParsedNumber, in_span: list[ParsedNumber], text: str) -> li
 
 def _hedged_elsewhere(chosen: ParsedNumber, candidates: list[ParsedNumber], text: str,
                       segment: str) -> list[ParsedNumber]:
-    """Without a commitment: other distinct values offered in hedged sentences ("might be")."""
+    """Without a commitment: values offered in other hedged sentences ("It might be ...")."""
     if not HEDGE_WORDS.search(segment):
         return []
+    chosen_sentence = _sentence_bounds(text, chosen.start)
     rivals = []
     for number in candidates:
-        if number is chosen or _kind_group(number) != _kind_group(chosen):
-            continue
-        start, end = _sentence_bounds(text, number.start)
-        if hedged(text[start:end]) and not _same_value(number, chosen):
+        bounds = _sentence_bounds(text, number.start)
+        if bounds != chosen_sentence and _alternative(number, chosen, text) and hedged(
+                text[bounds[0]:bounds[1]]):
             rivals.append(number)
     return rivals

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from crsp_ops.evaluation.numbers import SCALE_WORDS, find_numbers
+from crsp_ops.evaluation.year_tags import years_in
 
 _SCALE = re.compile(
     r"\b(?:in|usd|us\$|\$|dollars?|eur|gbp|of)\s*(?:usd\s+|us\$\s*|\$\s*|dollars?\s+)?"
@@ -57,6 +58,7 @@ class QuestionIntent:
     asks_count: bool = False  # "how many ...": small integers are the answer, not counts
     asks_year: bool = False  # "in which year ...": years are the answer
     quoted: tuple[float, ...] = ()  # numbers quoted in the question (inputs, not answers)
+    years: tuple[int, ...] = ()  # fiscal years the question names ("FY2018" → 2018)
 
 
 def question_intent(question: str | None) -> QuestionIntent:
@@ -81,6 +83,7 @@ def question_intent(question: str | None) -> QuestionIntent:
         asks_count=bool(_COUNT.search(question)),
         asks_year=bool(_YEAR.search(question)),
         quoted=tuple(n.value for n in find_numbers(question) if not n.is_year_like),
+        years=years_in(question),
     )
 
 

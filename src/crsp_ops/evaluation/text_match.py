@@ -2,8 +2,10 @@
 
 Rules, in order: a refusal is wrong; a gold that opens with yes/no needs the same polarity
 (and the gold's key numbers, when it quotes any); otherwise the answer must contain the gold's
-normalised key phrase, or cover its content words (all of them for short golds, 60% for longer
-explanations), and every key number of the gold must appear in the answer. Free-form gold that
+normalised key phrase, or cover its content words (all of them for golds of one or two content
+words, 60% for longer ones; words match on their first five letters, so "organic" covers
+"organically"). Key numbers: the gold's figures (sign aside: a "-" may be a bullet) must all
+appear when it has one or two, at least half when it has more. Free-form gold that
 needs judgement is what the LLM judge is for.
 """
 
@@ -26,7 +28,8 @@ _STOPWORDS = frozenset(
     "these those which who whom than then also has have had not no yes company company's fy its "
     "their they than over into per".split()
 )
-LONG_GOLD_COVERAGE = 0.6  # share of a long gold's content words the answer must contain
+LONG_GOLD_COVERAGE = 0.6  # share of a longer gold's content words the answer must contain
+_STEM = 5  # letters compared per word
 
 
 def normalize_text(text: str) -> str:
@@ -100,20 +103,24 @@ def _grade_phrase(scope: str, gold: str, missing: list[str]) -> tuple[bool, str]
     got, want = normalize_text(scope), normalize_text(gold)
     if f" {want} " in f" {got} ":
         return True, f"the answer contains the gold phrase {want!r}"
-    wanted = content_words(gold)
+    wanted = {w[:_STEM] for w in content_words(gold)}
     if not wanted:
         return False, f"text answer {got[:80]!r} does not contain the gold {want!r}"
-    present = set(content_words(scope))
-    covered = [w for w in wanted if w in present]
-    needed = 1.0 if len(set(wanted)) <= 4 else LONG_GOLD_COVERAGE
-    share = len(set(covered)) / len(set(wanted))
+    present = {w[:_STEM] for w in content_words(scope)}
+    needed = 1.0 if len(wanted) <= 2 else LONG_GOLD_COVERAGE
+    share = len(wanted & present) / len(wanted)
     if share >= needed:
-        return True, f"the answer covers {share:.0%} of the gold's key words {sorted(set(wanted))}"
+        return True, f"the answer covers {share:.0%} of the gold's key words {sorted(wanted)}"
     return False, (f"the answer covers {share:.0%} of the gold's key words (needs {needed:.0%}): "
-                   f"missing {sorted(set(wanted) - present)}")
+                   f"missing {sorted(wanted - present)}")
 
 
 def _missing_numbers(scope: str, gold: str, intent: QuestionIntent, rel_tol: float) -> list[str]:
+    """The gold's key numbers the answer lacks, when too many are lacking (else [])."""
     stated = find_numbers(scope)
-    return [g.text for g in key_numbers(gold)
-            if not any(match_rule(a, g, intent, rel_tol=rel_tol) for a in stated)]
+    wanted = key_numbers(gold)
+    missing = [g.text for g in wanted
+               if not any(match_rule(a, g, intent, rel_tol=rel_tol, sign_flip=True)
+                          for a in stated)]
+    allowed = 0 if len(wanted) <= 2 else len(wanted) // 2
+    return missing if len(missing) > allowed else []
