@@ -83,3 +83,29 @@ def test_refusal_after_the_figure_stands_and_before_a_contrast_does_not():
 
 def test_committed_span_without_marker_is_empty():
     assert committed_span("Revenue was 5.") == (0, 0, "")
+
+
+def test_the_asked_year_picks_among_figures_of_several_years():
+    text = "PP&E purchases were $1,373 million in 2017 and $1,577 million in 2018."
+    for year, value in (("2018", 1577e6), ("2017", 1373e6)):
+        choice = choose_answer(text, question_intent(f"What was FY{year} capex?"))
+        assert choice.number.value == value and not choice.rivals
+
+
+def test_markdown_after_the_marker_is_skipped():
+    choice = choose_answer("Work...\n\n**Final Answer**\n\n$1,577 million", PLAIN)
+    assert choice.number.value == 1577e6 and choice.commitment == "final-answer marker"
+
+
+def test_a_change_question_keeps_the_from_to_pair():
+    choice = choose_answer("Gross margin went from 45.1% to 41.9%.",
+                           question_intent("What was the change in gross margin?"),
+                           wants_percent=True)
+    assert choice.change is not None
+    assert [n.value for n in choice.change] == [45.1, 41.9]
+
+
+def test_expression_inputs_and_rounded_restatements_are_not_rivals():
+    choice = choose_answer("Turnover = 66,608 / 9,648 ≈ 6.904, or about 6.90 when rounded.",
+                           PLAIN)
+    assert choice.number.value == 6.904 and not choice.rivals

@@ -100,3 +100,16 @@ def test_number_precision_helpers():
     assert round_half_up(2.675, 2) == 2.68 and round_half_up(-0.0153, 2) == -0.02
     (dash,) = find_numbers("Yes - $500 million")
     assert dash.value == 500e6  # a dash and a space is punctuation, not a sign
+
+
+def test_explicit_percent_units_keep_a_percent_answer_in_percent():
+    (a,), (g,) = find_numbers("66%"), find_numbers("0.66")
+    assert not match_rule(a, g, question_intent("Operating margin as a percentage?"),
+                          rel_tol=0.01)
+    assert match_rule(a, g, question_intent("What is the current ratio?"), rel_tol=0.01)
+
+
+def test_uncertainty_is_a_refusal_unless_a_contrast_commits():
+    assert is_refusal("I'm not sure. Possibly $1,577 million.")
+    text = "I am not certain, but the answer is $1,577 million."
+    assert not refusal(text, committed_at=text.index("$"))

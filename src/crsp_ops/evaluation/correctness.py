@@ -34,7 +34,7 @@ from typing import Any
 
 from crsp_ops.evaluation.final_answer import AnswerChoice, choose_answer
 from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
-from crsp_ops.evaluation.numeric_match import match_rule
+from crsp_ops.evaluation.numeric_match import match_rule, stated_changes
 from crsp_ops.evaluation.question_units import QuestionIntent, question_intent
 from crsp_ops.evaluation.text_match import grade_text, normalize_text
 
@@ -113,6 +113,13 @@ def _grade_choice(choice: AnswerChoice, gold: ParsedNumber, intent: QuestionInte
     approximate = bool(_APPROXIMATE.search(choice.text[max(0, number.start - 25):number.start]))
     rule = match_rule(number, gold, intent, rel_tol=rel_tol, sign_flip=sign_flip,
                       approximate=approximate)
+    if not rule and choice.change:  # "went from 45.1% to 41.9%" answers "what was the change"
+        for how, change in stated_changes(*choice.change):
+            rule = match_rule(change, gold, intent, rel_tol=rel_tol)
+            if rule:
+                rule = (f"the {how} from {choice.change[0].text!r} to {choice.change[1].text!r}"
+                        f" is {change.text}: {rule}")
+                break
     verdict = f"matches ({rule})" if rule else f"differs from gold {gold.text!r}"
     return Grade(bool(rule), f"{choice.reason}; {verdict}")
 

@@ -74,6 +74,8 @@ class AnswerChoice:
     segment: str  # the committed span of ``text``
     refusal: str = ""  # a refusal phrase standing in the answer ("" when none)
     rivals: tuple[ParsedNumber, ...] = ()  # distinct values offered alongside (spraying)
+    # "from X to Y" holding the figure, when the question asks for a change (grade Y - X too)
+    change: tuple[ParsedNumber, ParsedNumber] | None = None
 
 
 def strip_reasoning(response: str) -> str:
@@ -112,7 +114,8 @@ def committed_span(text: str) -> tuple[int, int, str]:
 
 
 def _skip_space(text: str, start: int) -> int:
-    return len(text) - len(text[start:].lstrip())
+    """Skip whitespace and markdown ("**Final Answer**" on its own line)."""
+    return len(text) - len(text[start:].lstrip(" \t\n*#_:：>-"))
 
 
 def _sentence_end(text: str, start: int) -> int:
@@ -190,8 +193,10 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
         rivals = _hedged_elsewhere(chosen, candidates, text, segment)
     scope, offset = (segment, start) if how and not how.startswith("last") else (text, 0)
     refused = refusal(scope, committed_at=chosen.start - offset)
+    change = next(((a, b) for a, b in _from_to_pairs(in_span, text)
+                   if chosen is a or chosen is b), None) if intent.asks_change else None
     return AnswerChoice(chosen, f"took {chosen.text!r} ({how}){skipped_note}", how, text, segment,
-                        refusal=refused, rivals=tuple(rivals))
+                        refusal=refused, rivals=tuple(rivals), change=change)
 
 
 def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,

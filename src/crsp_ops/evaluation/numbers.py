@@ -31,7 +31,8 @@ _NUMBER = re.compile(
     r"|(?P<times>\s?(?:x\b|×|times\b))"
     r"|(?P<glued>[kKmMbBtT](?:[nNmM])?)\b"
     r"|\s(?P<scale>thousands?|millions?|billions?|trillions?|mm|mn|bn|tn)\b)?"
-    r"(?P<close>\s*\))?",
+    r"(?P<close>\s*\))?"
+    r"(?P<percent_after>(?<=\))%)?",  # "(3.2)%"
 )
 _UNIT_PHRASE = re.compile(
     r"\bin\s+(?:(?:usd|us\$|\$|eur|gbp|dollars?|euros?)\s+)?(thousands|millions|billions)\b"
@@ -92,7 +93,7 @@ def _parsed(text: str, match: re.Match, default_scale: float | None, *,
     signed = bool(match["sign"] or match["sign2"]) and not after_word
     negative = signed or bool(match["open"] and match["close"])
     raw = -raw if negative else raw
-    kind = ("percent" if match["percent"] else "bps" if match["bps"]
+    kind = ("percent" if match["percent"] or match["percent_after"] else "bps" if match["bps"]
             else "multiple" if match["times"] else "plain")
     scale = _scale_of(match)
     implied = False

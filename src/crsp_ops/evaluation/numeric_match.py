@@ -18,7 +18,14 @@ percent ↔ fraction, basis points ↔ percent, sign flipped when the answer or 
 
 from __future__ import annotations
 
-from crsp_ops.evaluation.numbers import ParsedNumber, round_half_up, round_significant
+from dataclasses import replace
+
+from crsp_ops.evaluation.numbers import (
+    ParsedNumber,
+    round_half_up,
+    round_significant,
+    significant_digits,
+)
 from crsp_ops.evaluation.question_units import QuestionIntent
 
 Reading = tuple[str, float]  # (how the answer was read, factor: answer.raw × factor = gold units)
@@ -57,7 +64,7 @@ def _kind_readings(answer: ParsedNumber, gold: ParsedNumber,
     if answer.kind == "percent":
         if gold_bps:
             return [("percent as basis points", 100.0)]
-        if gold.kind == "percent":
+        if gold.kind == "percent" or intent.percent_units:
             return [("percent", 1.0)]
         return [("percent as fraction", 0.01)] + ([("percent", 1.0)] if gold_rate else [])
     if answer.kind == "bps":
@@ -135,6 +142,30 @@ def _passing_rule(value: float, factor: float, answer: ParsedNumber, gold: Parse
         return (f"the gold rounded to the answer's {answer.sig_digits} significant digits "
                 f"is {answer.text!r}")
     return ""
+
+
+def stated_changes(start: ParsedNumber, end: ParsedNumber) -> list[tuple[str, ParsedNumber]]:
+    """The changes "from ``start`` to ``end``" states: the difference, and in percent.
+
+    >>> from crsp_ops.evaluation.numbers import find_numbers
+    >>> a, b = find_numbers("45.1% to 41.9%")
+    >>> [(how, round(n.value, 4)) for how, n in stated_changes(a, b)]
+    [('difference', -3.2), ('relative change in percent', -7.0953)]
+    """
+    decimals = max(start.decimals, end.decimals)
+    difference = round(end.raw - start.raw, decimals + 6)
+    found = [("difference", _derived(end, difference, decimals, end.kind))]
+    if start.raw:
+        relative = (end.value - start.value) / abs(start.value) * 100
+        found.append(("relative change in percent", _derived(end, relative, 12, "percent")))
+    return found
+
+
+def _derived(like: ParsedNumber, raw: float, decimals: int, kind: str) -> ParsedNumber:
+    scale = like.scale if kind == like.kind else 1.0
+    return replace(like, raw=raw, value=raw * scale, kind=kind, is_percent=kind == "percent",
+                   decimals=decimals, sig_digits=significant_digits(f"{abs(raw):.{decimals}f}"),
+                   text=f"{raw:g}" + ("%" if kind == "percent" else ""))
 
 
 def _close(value: float, target: float, rel_tol: float) -> bool:

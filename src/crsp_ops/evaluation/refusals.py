@@ -24,6 +24,7 @@ _REFUSAL = re.compile(
     r"derive|verify|identify|confirm|say|tell)"
     r"|no\s+(?:information|data|figures?|details)\s+(?:is\s+|are\s+)?(?:available|provided|given)"
     r"|i\s+(?:do\s+not|don't)\s+(?:know|have)"
+    r"|i(?:'m|\s+am)\s+(?:not\s+(?:sure|certain)|unsure|uncertain)"
     r"|(?:would|will)\s+need\s+(?:more|additional|the\s+full|access)"
     r"|not\s+(?:available|provided|disclosed)\s+in\s+the"
     r")",
