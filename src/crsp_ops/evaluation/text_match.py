@@ -2,7 +2,8 @@
 
 Rules, in order: a refusal is wrong; a gold that opens with yes/no needs the same polarity
 (and the gold's key numbers, when it quotes any); otherwise the answer must contain the gold's
-normalised key phrase, or cover its content words (all of them for golds of one or two content
+normalised key phrase (not as a runner-up: "followed by X", "ahead of X"), or cover its
+content words (all of them for golds of one or two content
 words, 60% for longer ones; words match on their first five letters, so "organic" covers
 "organically"). Key numbers: the gold's figures (sign aside: a "-" may be a bullet) must all
 appear when it has one or two, at least half when it has more. Free-form gold that
@@ -28,6 +29,9 @@ _STOPWORDS = frozenset(
     "these those which who whom than then also has have had not no yes company company's fy its "
     "their they than over into per".split()
 )
+_RUNNER_UP = re.compile(
+    r"\b(?:followed\s+by|ahead\s+of|rather\s+than|compared\s+(?:with|to)|versus|vs\.?|"
+    r"than|behind|instead\s+of|unlike)\b[^,.;:\n]*", re.IGNORECASE)
 LONG_GOLD_COVERAGE = 0.6  # share of a longer gold's content words the answer must contain
 _STEM = 5  # letters compared per word
 
@@ -100,6 +104,8 @@ def grade_text(answer: str, gold: str, intent: QuestionIntent, *,
 def _grade_phrase(scope: str, gold: str, missing: list[str]) -> tuple[bool, str]:
     if missing:
         return False, f"the gold's figures {missing} are missing from the answer"
+    if not _RUNNER_UP.search(gold):  # "Consumer led, followed by Industrial" names Consumer
+        scope = _RUNNER_UP.sub(" ", scope)
     got, want = normalize_text(scope), normalize_text(gold)
     if f" {want} " in f" {got} ":
         return True, f"the answer contains the gold phrase {want!r}"
