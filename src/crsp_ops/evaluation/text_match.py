@@ -2,7 +2,8 @@
 
 Rules, in order: a refusal is wrong; a gold that opens with yes/no needs the same polarity
 (and the gold's key numbers, when it quotes any); otherwise the answer must contain the gold's
-normalised key phrase (not as a runner-up: "followed by X", "ahead of X"), or cover its
+normalised key phrase (not as a runner-up: "followed by X", "ahead of X"; not in a
+parenthetical aside), or cover its
 content words (all of them for golds of one or two content
 words, 60% for longer ones; words match on their first five letters, so "organic" covers
 "organically"). Key numbers: the gold's figures (sign aside: a "-" may be a bullet) must all
@@ -32,6 +33,7 @@ _STOPWORDS = frozenset(
 _RUNNER_UP = re.compile(
     r"\b(?:followed\s+by|ahead\s+of|rather\s+than|compared\s+(?:with|to)|versus|vs\.?|"
     r"than|behind|instead\s+of|unlike)\b[^,.;:\n]*", re.IGNORECASE)
+_ASIDE = re.compile(r"\([^()]*\)")
 LONG_GOLD_COVERAGE = 0.6  # share of a longer gold's content words the answer must contain
 _STEM = 5  # letters compared per word
 
@@ -106,6 +108,8 @@ def _grade_phrase(scope: str, gold: str, missing: list[str]) -> tuple[bool, str]
         return False, f"the gold's figures {missing} are missing from the answer"
     if not _RUNNER_UP.search(gold):  # "Consumer led, followed by Industrial" names Consumer
         scope = _RUNNER_UP.sub(" ", scope)
+    if "(" not in gold:  # an aside is not the answer: "EY audited it (KPMG was replaced)"
+        scope = _ASIDE.sub(" ", scope)
     got, want = normalize_text(scope), normalize_text(gold)
     if f" {want} " in f" {got} ":
         return True, f"the answer contains the gold phrase {want!r}"
