@@ -6,8 +6,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.checkpointing import latest_checkpoint, load_trainer_state
-from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
+from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
 from crsp_ops.crsp.tasks.records import TaskType
 from tests.crsp.conftest import ScriptedGeneration
 
@@ -17,7 +18,8 @@ def _trainer(model_dir, settings, out_dir, scripted=True):
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     generation = ScriptedGeneration(model, tokenizer) if scripted else None
     return SelfPlayTrainer(model, tokenizer,
-                           SelfPlaySettings(settings.crsp, settings.reward, settings.train),
+                           SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                             settings.generation),
                            out_dir=out_dir, accelerator=make_accelerator("no", "cpu"),
                            generation=generation)
 
@@ -98,7 +100,8 @@ def test_math_buffer_holds_seed_problems_and_limo_rows(tiny_model_dir, small_set
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     settings = small_settings()
     trainer = SelfPlayTrainer(
-        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train),
+        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                             settings.generation),
         out_dir=tmp_path, math_tasks=[MathTask("2+3?", "2+3=5", "5")],
         accelerator=make_accelerator("no", "cpu"), generation=ScriptedGeneration(model, tokenizer))
     assert MathTask("2+3?", "2+3=5", "5") in trainer.buffers.tasks(TaskType.MATH)

@@ -314,3 +314,40 @@ def test_short_response_warns_and_counts(ctx, tokenizer, mixed_ids, caplog):
 def test_create_rollout_rejects_empty_prompt(ctx, tokenizer, mixed_ids):
     with pytest.raises(ValueError, match="nothing to tokenize"):
         ctx.create_rollout_from_choice("", choice_for(tokenizer, mixed_ids), "math", "ex1", 1.0)
+
+
+# ---- create_rollout_from_completion: no round trip through a choice dict ----------------
+
+
+def _completion(tokenizer, token_ids, *, prompt_token_ids=(), semantics="processed"):
+    return Completion(
+        text=tokenizer.decode(token_ids, skip_special_tokens=True),
+        prompt_token_ids=tuple(prompt_token_ids), token_ids=tuple(token_ids),
+        logprobs=tuple(-0.1 * (i + 1) for i in range(len(token_ids))) if semantics != "none"
+        else (), finish_reason="stop", logprob_semantics=semantics)
+
+
+def test_rollout_from_completion_equals_rollout_from_its_choice(ctx, tokenizer, mixed_ids):
+    prompt_ids = ctx.tokenize_prompt(PROMPT).tolist()
+    completion = _completion(tokenizer, mixed_ids, prompt_token_ids=prompt_ids)
+    direct = ctx.create_rollout_from_completion(PROMPT, completion, "env", "ex-1", 0.5)
+    via_choice = ctx.create_rollout_from_choice(
+        PROMPT, completion_to_choice(completion, tokenizer), "env", "ex-1", 0.5)
+    assert direct.response_tokens.tolist() == list(mixed_ids)
+    assert direct.response_tokens.dtype == via_choice.response_tokens.dtype
+    np.testing.assert_array_equal(direct.prompt_tokens, via_choice.prompt_tokens)
+    np.testing.assert_array_equal(direct.response_tokens, via_choice.response_tokens)
+    np.testing.assert_allclose(direct.response_logprobs, via_choice.response_logprobs)
+    assert direct.logprob_semantics == "processed"
+
+
+def test_rollout_from_completion_checks_the_engine_prompt_and_logprobs(ctx, tokenizer):
+    plain = tokenizer.encode(PROMPT, add_special_tokens=False)  # no chat template: drift
+    with pytest.raises(PromptAlignmentError):
+        ctx.create_rollout_from_completion(
+            PROMPT, _completion(tokenizer, [5, 6], prompt_token_ids=plain), "env", "x", 0.0)
+    with pytest.raises(ValueError, match="no logprobs"):
+        ctx.create_rollout_from_completion(
+            PROMPT, _completion(tokenizer, [5, 6], semantics="none"), "env", "x", 0.0)
+    ctx.create_rollout_from_completion(PROMPT, _completion(tokenizer, [5, 6]), "env", "x", 0.0)
+    assert ctx.stats()["prompt_alignment_unchecked"] == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crsp_ops.pipelines import migrate as driver
+from pipelines import migrate as driver
 from tests.migrate.conftest import (
     COLLECTION_URL,
     HUB_ID,
@@ -36,7 +36,8 @@ def migrated(root: Path, tmp_path: Path, *extra: str) -> tuple[int, dict]:
 
 
 def test_migration_rewrites_renames_and_validates(azr_tree: Path, tmp_path: Path) -> None:
-    code, report = migrated(azr_tree, tmp_path)
+    # ``AzrRayTrainer``: ``Azr`` is no seed rule, so it is rewritten through a --rule addition.
+    code, report = migrated(azr_tree, tmp_path, "--rule", "Azr=Crsp")
     assert code == 0 and report["ok"] and report["validation"]["ok"]
 
     files = snapshot(azr_tree)
@@ -75,7 +76,7 @@ def test_migration_rewrites_renames_and_validates(azr_tree: Path, tmp_path: Path
 
 
 def test_report_lists_counts_leftovers_and_checks(azr_tree: Path, tmp_path: Path) -> None:
-    _, report = migrated(azr_tree, tmp_path)
+    _, report = migrated(azr_tree, tmp_path, "--rule", "Azr=Crsp")
     assert report["tool"] == "crsp-ops migrate"
     assert report["summary"]["files_changed"] == 8
     assert report["summary"]["paths_renamed"] == 9

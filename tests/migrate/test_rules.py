@@ -13,12 +13,20 @@ from crsp_ops.migrate.protect import (
     find_protections,
 )
 from crsp_ops.migrate.rewrite import IN_WORD_REASON, UNMAPPED_REASON, rewrite_text
-from crsp_ops.migrate.rules import DEFAULT_RULES, at_identifier_boundary
+from crsp_ops.migrate.rules import (
+    DEFAULT_RULES,
+    at_identifier_boundary,
+    parse_rule,
+    with_additions,
+)
 
 
-def migrate(text: str, keep: tuple[str, ...] = (), dirs: tuple[str, ...] = ()):
+def migrate(
+    text: str, keep: tuple[str, ...] = (), dirs: tuple[str, ...] = (), rules: tuple[str, ...] = ()
+):
     protections = find_protections(text, [re.compile(k) for k in keep], dirs)
-    return rewrite_text(text, DEFAULT_RULES, protections)
+    added = with_additions(DEFAULT_RULES, [parse_rule(spec) for spec in rules])
+    return rewrite_text(text, added, protections)
 
 
 @pytest.mark.parametrize(
@@ -26,20 +34,34 @@ def migrate(text: str, keep: tuple[str, ...] = (), dirs: tuple[str, ...] = ()):
     [
         ("main_azr_ppo.py", "main_crsp_ppo.py"),
         ("from absolute_zero_reasoner.utils import x", "from rewarded_self_play.utils import x"),
-        ("class AzrRayTrainer:", "class CrspRayTrainer:"),
         ("AZR_HOME=1", "CRSP_HOME=1"),
         ("AZRTrainer()", "CRSPTrainer()"),
         ("azrConfig", "crspConfig"),
         ("runAZR", "runCRSP"),
         ("config.azr.seed=${azr.seed}", "config.crsp.seed=${crsp.seed}"),
         ("azr-7b", "crsp-7b"),
-        ("ABSOLUTE_ZERO_REASONER_HOME", "REWARDED_SELF_PLAY_HOME"),
-        ("class AbsoluteZeroReasoner:", "class RewardedSelfPlay:"),
         ("The absolute zero reasoner.", "The Cognition via Rewarded Self-Play."),
     ],
 )
 def test_rules_rewrite_identifier_segments(before: str, after: str) -> None:
     assert migrate(before).text == after
+
+
+@pytest.mark.parametrize(
+    ("before", "rule", "after"),
+    [
+        ("class AzrRayTrainer:", "Azr=Crsp", "class CrspRayTrainer:"),
+        ("ABSOLUTE_ZERO_REASONER_HOME", "ABSOLUTE_ZERO_REASONER=REWARDED_SELF_PLAY",
+         "REWARDED_SELF_PLAY_HOME"),
+        ("class AbsoluteZeroReasoner:", "AbsoluteZeroReasoner=RewardedSelfPlay",
+         "class RewardedSelfPlay:"),
+    ],
+)
+def test_variants_outside_the_seed_need_a_rule(before: str, rule: str, after: str) -> None:
+    left = migrate(before)
+    assert left.text == before
+    assert [leftover.reason for leftover in left.leftovers] == [UNMAPPED_REASON]
+    assert migrate(before, rules=(rule,)).text == after
 
 
 def test_longest_rule_wins_and_counts_once() -> None:

@@ -11,20 +11,23 @@ the staleness.
 from __future__ import annotations
 
 import logging
-import shlex
 import shutil
-import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
+from crsp_ops.inference.open_backend import client_settings, server_manager
+from crsp_ops.inference.openai_backend import OpenAIServerBackend
+from crsp_ops.inference.server_launch import server_argv, with_port_offset
+from crsp_ops.inference.transformers_backend import TransformersBackend
 
 logger = logging.getLogger(__name__)
 
 SERVED_MODEL_NAME = "crsp-policy"
-LOCAL_SERVER_COMMAND = (sys.executable, "-m", "crsp_ops.inference.local_server",
-                        "--model", "{model_dir}", "--port", "{port}", "--device", "cpu")
+LOCAL_SERVER_COMMAND = ("{python} -m crsp_ops.inference.local_server --model {model_dir} "
+                        "--host {host} --port {port} --device cpu")
 
 
 class PolicyGeneration(ABC):
@@ -54,7 +57,6 @@ class InProcessGeneration(PolicyGeneration):
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, device: str, batch_size: int) -> None:
-        from crsp_ops.inference.transformers_backend import TransformersBackend
 
         self.backend = TransformersBackend(model, tokenizer, device=device,
                                            logprob_semantics="processed", batch_size=batch_size)
@@ -68,19 +70,16 @@ class InProcessGeneration(PolicyGeneration):
         """Keep the shared model alive (``TransformersBackend.close`` would drop it)."""
 
 
-def server_command(template: str, *, model_dir: Path, port: int,
-                   server_args: tuple[str, ...]) -> tuple[str, ...]:
-    """The server argv: the template (or the local server) with placeholders filled.
+def policy_server_argv(generation: GenerationSettings, *, model_dir: Path, base_url: str,
+                       server_args: tuple[str, ...]) -> tuple[str, ...]:
+    """The policy server's argv: ``generation.server_command`` (or the project's local server).
 
-    Adds the engine's launch flags for rollout log-probs and a fixed served model name unless
-    the template sets them.
-
-    >>> server_command("vllm serve {model_dir} --port {port}", model_dir=Path("/m"), port=9,
-    ...                server_args=("--logprobs-mode", "processed_logprobs"))[-4:]
-    ('--logprobs-mode', 'processed_logprobs', '--served-model-name', 'crsp-policy')
+    Placeholders are filled as for every managed server (``server_launch.server_argv``); the
+    engine's launch flags for rollout log-probs and a fixed served model name are added unless
+    the command sets them.
     """
-    parts = shlex.split(template) if template.strip() else list(LOCAL_SERVER_COMMAND)
-    argv = [part.format(model_dir=model_dir, port=port) for part in parts]
+    argv = list(server_argv(generation.server_command or LOCAL_SERVER_COMMAND,
+                            model_dir=model_dir, base_url=base_url, token_clusters=None))
     if server_args and server_args[0] not in argv:
         argv += list(server_args)
     if "--served-model-name" not in argv:
@@ -91,43 +90,42 @@ def server_command(template: str, *, model_dir: Path, port: int,
 class ServerGeneration(PolicyGeneration):
     """Generate through an OpenAI-compatible server restarted on fresh weights every N steps.
 
+    The server and its client come from the ``generation`` settings through the same road as
+    evolve's (``open_backend.server_manager`` / ``client_settings``); rank ``r`` of a
+    multi-process run listens on ``generation.base_url``'s port + ``r``.
+
     Args:
         model: the unwrapped policy (saved for the server at start and at every reload).
         tokenizer: its tokenizer (saved with the weights; used to read responses).
         weights_root: where served weight copies are written (only the latest is kept).
-        command_template: ``train.server_command`` ("" = the project's local server).
-        engine: ``vllm`` or ``sglang`` (decides request fields and launch flags).
-        port: port on 127.0.0.1.
+        generation: the ``generation`` settings (engine, command, base URL, timeouts).
+        rank: the process index (port offset).
         reload_interval: restart on new weights after every this many steps.
         step: the trainer step of the initial weights (resume).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, weights_root: Path, command_template: str,
-                 engine: str, port: int, reload_interval: int, step: int) -> None:
-        from crsp_ops.inference.openai_backend import OpenAIServerSettings
-
+    def __init__(self, model: Any, tokenizer: Any, *, weights_root: Path,
+                 generation: GenerationSettings, rank: int, reload_interval: int,
+                 step: int) -> None:
         self.tokenizer = tokenizer
         self.weights_root = Path(weights_root)
-        self.command_template = command_template
-        self.port = port
+        self.generation = generation
+        self.base_url = with_port_offset(generation.base_url, rank)
         self.reload_interval = reload_interval
-        self.settings = OpenAIServerSettings(
-            base_url=f"http://127.0.0.1:{port}/v1", model=SERVED_MODEL_NAME, engine=engine,
-            logprob_semantics="processed")
+        self.settings = client_settings(generation, base_url=self.base_url,
+                                        model=SERVED_MODEL_NAME, logprob_semantics="processed")
         self.manager = None
         self._start(model, step)
 
     def _start(self, model: Any, step: int) -> None:
-        from crsp_ops.inference.openai_backend import OpenAIServerBackend
-        from crsp_ops.inference.server_manager import ServerConfig, ServerManager
-
         model_dir = self.weights_root / f"step-{step:06d}"
         model.save_pretrained(model_dir)
         self.tokenizer.save_pretrained(model_dir)
-        command = server_command(self.command_template, model_dir=model_dir, port=self.port,
-                                 server_args=self.settings.request_options().server_args)
-        self.manager = ServerManager(ServerConfig(f"http://127.0.0.1:{self.port}",
-                                                  command=command)).start()
+        command = policy_server_argv(self.generation, model_dir=model_dir,
+                                     base_url=self.base_url,
+                                     server_args=self.settings.request_options().server_args)
+        self.manager = server_manager(self.generation, base_url=self.base_url,
+                                      command=command).start()
         self.backend = OpenAIServerBackend(self.settings, server=self.manager,
                                            tokenizer=self.tokenizer)
         for old in self.weights_root.glob("step-*"):

@@ -1,9 +1,10 @@
 """Scored role samples → validated rollouts, always through the InferenceContext.
 
-Each completion is rendered as an OpenAI-shaped choice (``completion_to_choice``) and handed
-to ``InferenceContext.create_rollout_from_choice``, which tokenizes the prompt with the chat
-template, checks it against the ids the engine used, and lines response ids up with their
-logprobs. The sequence reward sits on the last response token (the format rule's placement).
+Each backend completion goes straight to ``InferenceContext.create_rollout_from_completion``,
+which tokenizes the prompt with the chat template, checks it against the ids the engine used,
+and takes the response ids with their logprobs as the engine returned them (no round trip
+through an OpenAI-shaped dict). The sequence reward sits on the last response token (the format
+rule's placement).
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from crsp_ops.crsp.episode import RoleSample
 from crsp_ops.crsp.rewards import format_rule_token_rewards
 from crsp_ops.inference.context import InferenceContext
-from crsp_ops.inference.transformers_backend import completion_to_choice
-from crsp_ops.rollouts import Rollout
+from crsp_ops.inference.rollouts import Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +31,7 @@ class StepRollouts:
     skipped: int  # samples that could not become rollouts (empty response, misalignment)
 
 
-def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext,
-                   tokenizer: Any) -> StepRollouts:
+def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext) -> StepRollouts:
     """One rollout per sample; samples the context rejects are logged, counted and skipped."""
     rollouts, roles, task_types, skipped = [], [], [], 0
     for sample in samples:
@@ -42,8 +40,8 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext,
             token_rewards = format_rule_token_rewards(
                 completion.response_tokens, well_formed=sample.well_formed,
                 passed=sample.passed, role_reward=sample.role_reward)
-            rollout = context.create_rollout_from_choice(
-                list(sample.messages), completion_to_choice(completion, tokenizer),
+            rollout = context.create_rollout_from_completion(
+                list(sample.messages), completion,
                 env_name=f"{sample.role}/{sample.task_type}", env_example_id=sample.example_id,
                 reward=sample.reward, token_rewards=token_rewards)
         except ValueError as error:

@@ -30,6 +30,9 @@ from typing import Any
 
 import torch
 
+from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
+from crsp_ops.config.steering_config import GenerationSettings
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
 from crsp_ops.crsp.checkpointing import (
@@ -45,13 +48,12 @@ from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, Serv
 from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
 from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
 from crsp_ops.crsp.rollout_building import build_rollouts
-from crsp_ops.crsp.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import seed_tasks
 from crsp_ops.crsp.tasks.records import MathTask, Task, TaskType
 from crsp_ops.inference.context import InferenceContext
-from crsp_ops.rollouts import TrainingBatch
+from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class SelfPlaySettings:
     crsp: CrspSettings
     reward: RewardSettings
     train: TrainSettings
+    generation: GenerationSettings  # backend, engine and server options, shared with evolve
 
 
 @dataclass(frozen=True)
@@ -81,25 +84,8 @@ def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
     end = Alphas(reward.alpha_s_end, reward.alpha_c_end)
     if not reward.alpha_decay_enabled or reward.alpha_schedule == "constant":
         return make_alpha_schedule("constant", alpha_s=end.alpha_s, alpha_c=end.alpha_c)
-    if reward.alpha_schedule == "linear":
-        start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
-        return make_alpha_schedule("linear", start=start, end=end)
-    return make_alpha_schedule(reward.alpha_schedule)
-
-
-def make_accelerator(mixed_precision: str, device: str) -> Any:
-    """An ``Accelerator`` for ``device`` (``auto``/``cpu``/``cuda``) and mixed precision.
-
-    Raises:
-        RuntimeError: ``cuda`` asked for without CUDA (never a silent CPU fallback).
-    """
-    from accelerate import Accelerator
-
-    from crsp_ops.inference.transformers_backend import resolve_device
-
-    resolve_device(device)
-    cpu = device == "cpu" or not torch.cuda.is_available()
-    return Accelerator(mixed_precision=mixed_precision, cpu=cpu)
+    start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
+    return make_alpha_schedule(reward.alpha_schedule, start=start, end=end)
 
 
 def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
@@ -165,7 +151,7 @@ class SelfPlayTrainer:
         heldout_math: held-out LIMO rows for evaluation.
         tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
         accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
-        generation: default from ``train.backend`` (in-process or server).
+        generation: default from ``generation.backend`` (in-process or a managed server).
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
@@ -202,16 +188,15 @@ class SelfPlayTrainer:
         return self.accelerator.unwrap_model(self.model)
 
     def _default_generation(self) -> PolicyGeneration:
-        train = self.settings.train
-        if train.backend == "openai_server":
+        generation = self.settings.generation
+        if generation.backend == "openai_server":
             return ServerGeneration(
                 self.unwrapped_model, self.tokenizer, weights_root=self.out_dir / "served",
-                command_template=train.server_command, engine=train.server_engine,
-                port=train.server_port + self.accelerator.process_index,
-                reload_interval=train.server_reload_interval, step=self.step)
+                generation=generation, rank=self.accelerator.process_index,
+                reload_interval=self.settings.train.server_reload_interval, step=self.step)
         return InProcessGeneration(self.unwrapped_model, self.tokenizer,
                                    device=str(self.accelerator.device),
-                                   batch_size=train.micro_batch_size)
+                                   batch_size=generation.batch_size)
 
     def resume(self, checkpoint: str | Path | None = None) -> int:
         """Restore optimizer, step, buffers and RNG from ``checkpoint`` (default: the latest).
@@ -289,7 +274,7 @@ class SelfPlayTrainer:
         return metrics, episode
 
     def _update(self, episode: Episode) -> dict[str, float]:
-        step_rollouts = build_rollouts(episode.samples, self.context, self.tokenizer)
+        step_rollouts = build_rollouts(episode.samples, self.context)
         context_stats = {f"context/{k}": float(v) for k, v in self.context.stats().items()}
         self.context.reset_stats()
         base = {"rollouts/count": float(len(step_rollouts.rollouts)),

@@ -49,8 +49,8 @@ from crsp_ops.inference.hf_token_pieces import (
     detect_piece_style,
     piece_to_bytes,
 )
-from crsp_ops.inference.records import LogprobSemantics
-from crsp_ops.rollouts import Rollout
+from crsp_ops.inference.records import Completion, LogprobSemantics
+from crsp_ops.inference.rollouts import Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ class InferenceContext:
         token_rewards: Sequence[float] | None = None,
         logprob_semantics: LogprobSemantics | None = None,
     ) -> Rollout:
-        """Build a validated :class:`~crsp_ops.rollouts.Rollout` from one chat choice.
+        """Build a validated :class:`~crsp_ops.inference.rollouts.Rollout` from one chat choice.
 
         Args:
             prompt: the prompt string or message list the request was made with.
@@ -315,6 +315,57 @@ class InferenceContext:
             token_rewards=np.asarray(token_rewards, dtype=np.float32),
             episode_reward=reward,
             logprob_semantics=semantics,
+        )
+        self._counts["rollouts"] += 1
+        return rollout
+
+    def create_rollout_from_completion(
+        self,
+        prompt: Prompt,
+        completion: Completion,
+        env_name: str,
+        env_example_id: str,
+        reward: float,
+        *,
+        token_rewards: Sequence[float] | None = None,
+    ) -> Rollout:
+        """Build a validated rollout straight from a backend's :class:`Completion`.
+
+        The completion already carries the engine's prompt ids, response ids and logprobs
+        (whatever fields the engine sent them in), so nothing is re-parsed: the prompt is
+        tokenized with the chat template and checked against the ids the engine used, and the
+        response ids and logprobs are taken as they are.
+
+        Raises:
+            ValueError: empty prompt or response, no logprobs, or a reward length mismatch.
+            PromptAlignmentError: the engine's prompt ids differ from ours.
+        """
+        where = f"{env_name}/{env_example_id}"
+        if completion.logprob_semantics == "none":
+            raise ValueError(f"{where}: the completion has no logprobs (request them)")
+        if not completion.token_ids:
+            raise ValueError(f"{where}: zero response tokens")
+        prompt_tokens = self.tokenize_prompt(prompt)
+        if completion.prompt_token_ids:
+            self.check_prompt_alignment(prompt_tokens, completion.prompt_token_ids)
+        else:
+            self._counts["prompt_alignment_unchecked"] += 1
+        self._counts["engine_token_ids"] += 1
+        response_tokens = np.asarray(completion.token_ids, dtype=np.int32)
+        if len(response_tokens) < self.min_response_tokens:
+            self._counts["short_responses"] += 1
+            logger.warning("only %d response tokens for %s", len(response_tokens), where)
+        if token_rewards is None:
+            token_rewards = np.full(len(response_tokens), reward, dtype=np.float32)
+        rollout = Rollout(
+            env_name=env_name,
+            env_example_id=env_example_id,
+            prompt_tokens=prompt_tokens,
+            response_tokens=response_tokens,
+            response_logprobs=np.asarray(completion.logprobs, dtype=np.float32),
+            token_rewards=np.asarray(token_rewards, dtype=np.float32),
+            episode_reward=reward,
+            logprob_semantics=completion.logprob_semantics,
         )
         self._counts["rollouts"] += 1
         return rollout

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from crsp_ops.migrate import renames as renames_mod
 from crsp_ops.migrate import scan
-from crsp_ops.migrate.protect import find_protections, keep_protections
-from crsp_ops.migrate.rewrite import line_locator, rewrite_text
+from crsp_ops.migrate.labels import LABEL_REASON, find_labels
+from crsp_ops.migrate.protect import (
+    HUB_CACHE_REASON,
+    Protection,
+    find_protections,
+    hub_cache_protections,
+    is_hub_cache_name,
+    keep_protections,
+)
+from crsp_ops.migrate.rewrite import Leftover, line_locator, rewrite_text
 from crsp_ops.migrate.rules import DEFAULT_RULES, DETECTION, Rule
 
 
@@ -24,7 +33,8 @@ class MigrationOptions:
     max_file_bytes: int = 10 * 2**20  # larger files are listed as skipped, not read
     use_git: bool = True  # inside a git work tree: list files and rename through git
     exclude: tuple[str, ...] = ()  # relative paths never scanned (e.g. the report file)
-    rules: tuple[Rule, ...] = DEFAULT_RULES
+    rules: tuple[Rule, ...] = DEFAULT_RULES  # the seed's mapping plus any --rule additions
+    rename_labels: bool = False  # rewrite labels of published artifacts instead of listing them
 
     def __post_init__(self) -> None:
         for pattern in self.keep:
@@ -53,6 +63,28 @@ class Occurrence:
     column: int | None
     text: str
     reason: str
+
+
+@dataclass(frozen=True)
+class ProtectedReference:
+    """A reference to something outside the codebase that kept an old name from being rewritten."""
+
+    path: str
+    line: int | None  # None when the reference is the file or directory name itself
+    column: int | None
+    kind: str  # e.g. "hub model id", "hub cache directory", "Hugging Face URL", "MLflow URI"
+    text: str  # the reference (its first line, at most 160 characters)
+
+
+@dataclass(frozen=True)
+class LabelForReview:
+    """Text naming a published artifact, left for the user to review (see ``--rename-labels``)."""
+
+    path: str
+    line: int
+    column: int
+    text: str
+    reference: str  # the protected reference in the same file it shares its name with
 
 
 @dataclass(frozen=True)
@@ -93,6 +125,9 @@ class MigrationPlan:
     conflicts: tuple[str, ...]  # renames that cannot be done safely
     excluded: tuple[str, ...] = ()
     path_counts: Mapping[str, int] = field(default_factory=dict)  # name rewrites per rule
+    protected: tuple[ProtectedReference, ...] = ()  # in path order, then document order
+    labels: tuple[LabelForReview, ...] = ()  # not rewritten unless options.rename_labels
+    rules: tuple[str, ...] = ()  # names of the rules applied, most specific first
 
     @property
     def changes_anything(self) -> bool:
@@ -127,6 +162,8 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
     keep = options.keep_patterns
     texts: dict[str, str] = {}
     edits, skipped, remaining = [], [], []
+    protected: list[ProtectedReference] = []
+    labels: list[LabelForReview] = []
     for path in listing.files:
         if (root / path).is_symlink():
             retarget, leftovers = _plan_symlink(root, path, options)
@@ -142,14 +179,23 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
         texts[path] = content.text
         has_hits = DETECTION.search(content.text) is not None
         protections = find_protections(content.text, keep, directory_names) if has_hits else []
-        result = rewrite_text(content.text, options.rules, protections)
+        found = [] if options.rename_labels else find_labels(content.text, protections)
+        guards = protections + [label.protection() for label in found]
+        result = rewrite_text(content.text, options.rules, guards)
         locate = line_locator(content.text) if result.leftovers else None
         for leftover in result.leftovers:
             line, column = locate(leftover.start)
             remaining.append(Occurrence(path, line, column, leftover.text, leftover.reason))
+        protected += _protected_references(path, content.text, result.leftovers, locate)
+        labels += [
+            LabelForReview(path, *locate(label.start), label.text, _excerpt(label.reference))
+            for label in found
+        ]
         if result.text != content.text:
             edits.append((path, content.text, result.text, result.counts))
-    renames, path_counts, name_leftovers = _plan_name_changes(listing.files, options)
+    renames, path_counts, name_leftovers, name_protected = _plan_name_changes(
+        listing.files, options
+    )
     new_paths = renames_mod.final_paths(listing.files, renames)
     return MigrationPlan(
         root=root,
@@ -168,22 +214,66 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
         conflicts=tuple(renames_mod.find_conflicts(listing.files, renames)),
         excluded=listing.excluded,
         path_counts=path_counts,
+        protected=tuple(sorted(
+            _excluded_caches(listing.excluded) + name_protected + protected, key=_occurrence_order
+        )),
+        labels=tuple(labels),
+        rules=tuple(rule.name for rule in options.rules),
     )
+
+
+def _excluded_caches(excluded: Sequence[str]) -> list[ProtectedReference]:
+    """Hub cache directories in the tree: left whole (listed as excluded) and listed here."""
+    return [
+        ProtectedReference(path, None, None, HUB_CACHE_REASON, path.rsplit("/", 1)[-1])
+        for path in excluded
+        if is_hub_cache_name(path.rsplit("/", 1)[-1]) and DETECTION.search(path)
+    ]
+
+
+def _protected_references(
+    path: str,
+    text: str,
+    leftovers: Sequence[Leftover],
+    locate: Callable[[int], tuple[int, int]] | None,
+) -> list[ProtectedReference]:
+    """Each protected span that kept at least one old name, once (labels are listed apart)."""
+    guards = dict.fromkeys(
+        leftover.guard for leftover in leftovers
+        if leftover.guard is not None and leftover.guard.reason != LABEL_REASON
+    )
+    references = []
+    for guard in guards:
+        line, column = locate(guard.start)
+        excerpt = _excerpt(text[guard.start : guard.end])
+        references.append(ProtectedReference(path, line, column, guard.report_kind, excerpt))
+    return references
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    first = text.split("\n", 1)[0]
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 def _plan_name_changes(
     files: Sequence[str], options: MigrationOptions
-) -> tuple[tuple[renames_mod.Rename, ...], dict[str, int], list[Occurrence]]:
-    """Rewrite each entry's own name; ``--keep`` patterns see the entry's whole relative path."""
+) -> tuple[tuple[renames_mod.Rename, ...], dict[str, int], list[Occurrence],
+           list[ProtectedReference]]:
+    """Rewrite each entry's own name; ``--keep`` patterns see the entry's whole relative path.
+
+    A name in hub cache form (``models--org--azr-7b``) is kept: the hub finds a cached
+    repository by exactly that name (such directories are not even scanned, see ``scan``).
+    """
     counts: Counter[str] = Counter()
     leftovers: list[Occurrence] = []
+    protected: list[ProtectedReference] = []
     keep = options.keep_patterns
 
     def new_name_of(path: str) -> str:
         name = path.rsplit("/", 1)[-1]
         offset = len(path) - len(name)
-        protections = [
-            type(p)(max(p.start - offset, 0), p.end - offset, p.reason)
+        protections: list[Protection] = hub_cache_protections(name) + [
+            dataclasses.replace(p, start=max(p.start - offset, 0), end=p.end - offset)
             for p in keep_protections(path, keep)
             if p.end > offset
         ]
@@ -193,10 +283,14 @@ def _plan_name_changes(
             Occurrence(path, None, None, item.text, f"in the name: {item.reason}")
             for item in result.leftovers
         )
+        protected.extend(
+            ProtectedReference(path, None, None, guard.report_kind, name[guard.start:guard.end])
+            for guard in dict.fromkeys(item.guard for item in result.leftovers if item.guard)
+        )
         return result.text
 
     renames = renames_mod.plan_renames(files, new_name_of)
-    return renames, dict(counts), leftovers
+    return renames, dict(counts), leftovers, protected
 
 
 def _plan_symlink(
@@ -208,7 +302,8 @@ def _plan_symlink(
         hits = [m.group() for m in DETECTION.finditer(target)]
         reason = "absolute symbolic link target (outside the tree's renames)"
         return [], [Occurrence(path, None, None, hit, reason) for hit in hits]
-    result = rewrite_text(target, options.rules, keep_protections(target, options.keep_patterns))
+    guards = hub_cache_protections(target) + keep_protections(target, options.keep_patterns)
+    result = rewrite_text(target, options.rules, guards)
     leftovers = [
         Occurrence(path, None, None, item.text, f"in the link target: {item.reason}")
         for item in result.leftovers
@@ -229,5 +324,5 @@ def _unreadable_occurrences(content: scan.FileContent) -> list[Occurrence]:
     ]
 
 
-def _occurrence_order(occurrence: Occurrence) -> tuple[str, int, int]:
+def _occurrence_order(occurrence: Occurrence | ProtectedReference) -> tuple[str, int, int]:
     return occurrence.path, occurrence.line or 0, occurrence.column or 0

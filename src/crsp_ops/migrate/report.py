@@ -9,7 +9,8 @@ from typing import Any
 
 from crsp_ops.migrate import renames as renames_mod
 from crsp_ops.migrate.apply import AppliedMigration
-from crsp_ops.migrate.plan import MigrationPlan
+from crsp_ops.migrate.plan import MigrationPlan, ProtectedReference
+from crsp_ops.migrate.rewrite import UNMAPPED_REASON
 from crsp_ops.migrate.scan import REPORT_MARKER
 from crsp_ops.migrate.validate import Validation
 
@@ -49,8 +50,11 @@ def build_report(
             "paths_renamed": len(plan.renames),
             "replacements": sum(plan.replacements_per_rule().values()),
             "remaining_occurrences": len(plan.remaining),
+            "protected_references": len(plan.protected),
+            "labels_for_review": len(plan.labels),
             "files_skipped": len(plan.skipped),
         },
+        "rules": list(plan.rules),
         "replacements_per_rule": plan.replacements_per_rule(),
         "files_changed": [
             {"path": e.path, "new_path": e.new_path, "replacements": dict(e.counts)}
@@ -63,6 +67,9 @@ def build_report(
         ],
         "remaining": [asdict(occurrence) for occurrence in plan.remaining],
         "remaining_by_reason": dict(Counter(o.reason for o in plan.remaining).most_common()),
+        "protected_references": [asdict(reference) for reference in plan.protected],
+        "protected_by_kind": protected_by_kind(plan.protected),
+        "labels_for_review": [asdict(label) for label in plan.labels],
         "skipped": [asdict(skipped) for skipped in plan.skipped],
         "excluded_directories": list(plan.excluded),
         "validation": {
@@ -76,6 +83,15 @@ def build_report(
             "second_pass_changes": second_pass_changes,
         },
     }
+
+
+def protected_by_kind(references: tuple[ProtectedReference, ...]) -> dict[str, list[str]]:
+    """``{kind: ["path:line: text", ...]}``, kinds by count (most first), entries in path order."""
+    grouped: dict[str, list[str]] = {}
+    for reference in references:
+        where = reference.path + (f":{reference.line}" if reference.line else "")
+        grouped.setdefault(reference.kind, []).append(f"{where}: {reference.text}")
+    return dict(sorted(grouped.items(), key=lambda item: (-len(item[1]), item[0])))
 
 
 def format_summary(report: dict[str, Any], max_listed: int = 40) -> str:
@@ -98,6 +114,13 @@ def format_summary(report: dict[str, Any], max_listed: int = 40) -> str:
                          "then `git commit -am 'Rewrite AZR identifiers'`")
     lines.append("  replacements per rule:")
     lines += [f"    {count:6d}  {rule}" for rule, count in report["replacements_per_rule"].items()]
+    lines += _protected_lines(report["protected_by_kind"], max_listed)
+    labels = report["labels_for_review"]
+    if labels:
+        lines.append(f"  labels of published artifacts, left for review ({len(labels)}; "
+                     "--rename-labels rewrites them):")
+        lines += [f"    {label['path']}:{label['line']}: {label['text']!r} "
+                  f"(names {label['reference']})" for label in labels[:max_listed]]
     if report["skipped"]:
         lines.append(f"  skipped ({len(report['skipped'])} files, contents never modified):")
         lines += [
@@ -115,9 +138,30 @@ def format_summary(report: dict[str, Any], max_listed: int = 40) -> str:
         lines.append(f"    {where}: {occurrence['text']!r} ({occurrence['reason']})")
     if len(remaining) > max_listed:
         lines.append(f"    ... {len(remaining) - max_listed} more (see --report FILE)")
+    if UNMAPPED_REASON in report["remaining_by_reason"]:
+        lines.append("  to rewrite a spelling no rule names, add a rule: --rule OLD=NEW "
+                     "(e.g. --rule Azr=Crsp)")
     lines += _validation_lines(validation)
     lines.append("OK" if report["ok"] else "VALIDATION FAILED")
     return "\n".join(lines)
+
+
+def _protected_lines(by_kind: dict[str, list[str]], max_listed: int) -> list[str]:
+    total = sum(len(entries) for entries in by_kind.values())
+    if not total:
+        return []
+    lines = [f"  protected references, never rewritten ({total}):"]
+    shown = 0
+    for kind, entries in by_kind.items():
+        lines.append(f"    {kind} ({len(entries)}):")
+        for entry in entries:
+            if shown == max_listed:
+                break
+            lines.append(f"      {entry}")
+            shown += 1
+    if total > shown:
+        lines.append(f"    ... {total - shown} more (see --report FILE)")
+    return lines
 
 
 def _validation_lines(validation: dict[str, Any]) -> list[str]:

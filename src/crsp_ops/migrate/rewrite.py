@@ -12,7 +12,8 @@ from crsp_ops.migrate.protect import Protection
 from crsp_ops.migrate.rules import DETECTION, Rule, at_identifier_boundary
 
 IN_WORD_REASON = "inside a longer word (not an identifier boundary)"
-UNMAPPED_REASON = "spelling not covered by a rule (rules are case-sensitive)"
+# A spelling no rule names (``Azr``, ``Absolute_Zero_Reasoner``): ``--rule OLD=NEW`` adds one.
+UNMAPPED_REASON = "left: not a mapping rule"
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Leftover:
     end: int
     text: str
     reason: str
+    guard: Protection | None = None  # the protected span that kept it, if any
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ def rewrite_text(
     Rules go in the given order (most specific first); a match overlapping an earlier rule's
     match is skipped, so every occurrence is decided exactly once. A match inside a protected
     span or not at an identifier boundary is left and reported. Finally any spelling of the old
-    names that no rule matched (e.g. ``aZr``) is reported too, so nothing is missed silently.
+    names that no rule matched (e.g. ``Azr``) is reported too, so nothing is missed silently:
+    as "not a mapping rule" when it is a whole identifier segment, else as inside a word.
 
     >>> from crsp_ops.migrate.rules import DEFAULT_RULES
     >>> rewrite_text("import azr_utils  # hazrat", DEFAULT_RULES).text
@@ -50,19 +53,18 @@ def rewrite_text(
     """
     if not DETECTION.search(text):
         return RewriteResult(text)
-    claimed: list[tuple[int, int]] = []
+    claimed = _DisjointSpans()
     edits: list[tuple[int, int, str]] = []
     counts: Counter[str] = Counter()
     leftovers: list[Leftover] = []
     for rule in rules:
         for match in rule.pattern.finditer(text):
             start, end = match.span()
-            if _overlaps(start, end, claimed):
+            if not claimed.claim(start, end):
                 continue
-            claimed.append((start, end))
             guard = _guard(start, end, protections)
             if guard is not None:
-                leftovers.append(Leftover(start, end, match.group(), guard.reason))
+                leftovers.append(Leftover(start, end, match.group(), guard.reason, guard))
             elif not at_identifier_boundary(text, start, end):
                 leftovers.append(Leftover(start, end, match.group(), IN_WORD_REASON))
             else:
@@ -70,10 +72,15 @@ def rewrite_text(
                 counts[rule.name] += 1
     for match in DETECTION.finditer(text):
         start, end = match.span()
-        if not _overlaps(start, end, claimed):
+        if not claimed.overlaps(start, end):
             guard = _guard(start, end, protections)
-            reason = guard.reason if guard is not None else UNMAPPED_REASON
-            leftovers.append(Leftover(start, end, match.group(), reason))
+            if guard is not None:
+                reason = guard.reason
+            elif at_identifier_boundary(text, start, end):
+                reason = UNMAPPED_REASON
+            else:
+                reason = IN_WORD_REASON  # e.g. ``Azrael``: not the name at all
+            leftovers.append(Leftover(start, end, match.group(), reason, guard))
     leftovers.sort(key=lambda leftover: leftover.start)
     return RewriteResult(_splice(text, edits), dict(counts), tuple(leftovers))
 
@@ -89,8 +96,31 @@ def line_locator(text: str) -> Callable[[int], tuple[int, int]]:
     return locate
 
 
-def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
-    return any(start < other_end and other_start < end for other_start, other_end in spans)
+class _DisjointSpans:
+    """Non-overlapping half-open spans, sorted, so an overlap test is a bisection, not a scan.
+
+    A file with thousands of matches would otherwise cost a quadratic number of comparisons.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` overlaps a span already held."""
+        index = bisect.bisect_right(self._starts, start)
+        before = index > 0 and self._ends[index - 1] > start
+        after = index < len(self._starts) and self._starts[index] < end
+        return before or after
+
+    def claim(self, start: int, end: int) -> bool:
+        """Hold ``[start, end)`` unless it overlaps a held span; return whether it was taken."""
+        if self.overlaps(start, end):
+            return False
+        index = bisect.bisect_right(self._starts, start)
+        self._starts.insert(index, start)
+        self._ends.insert(index, end)
+        return True
 
 
 def _guard(start: int, end: int, protections: Sequence[Protection]) -> Protection | None:

@@ -1,6 +1,7 @@
 """The AZR → CRSP identifier rules and the identifier-boundary test they share.
 
-Rules are case-sensitive and applied longest (most specific) first, so
+The default rules are the seed's mapping and nothing more; users add spellings with
+``--rule OLD=NEW``. Rules are case-sensitive and applied longest (most specific) first, so
 ``absolute_zero_reasoner`` is rewritten as a whole before ``azr`` could ever match a piece of it.
 A match is rewritten only when it is a whole identifier *segment*: snake_case, kebab-case,
 dotted and path separators, digits and camelCase humps all delimit segments, so
@@ -10,6 +11,7 @@ dotted and path separators, digits and camelCase humps all delimit segments, so
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 PROSE_TARGET = "Cognition via Rewarded Self-Play"
@@ -66,26 +68,66 @@ def by_specificity(rules: list[Rule]) -> tuple[Rule, ...]:
 
 PROSE_RULE = prose_rule("Absolute Zero Reasoner", PROSE_TARGET)
 
-# The seed's mapping (azr, AZR, absolute_zero_reasoner, both prose spellings) plus the case
-# variants an AZR checkout really contains: ``Azr`` class prefixes, SCREAMING_CASE constants,
-# CamelCase and kebab-case names. ``Absolute-Zero-Reasoner`` (the upstream repository's name,
-# usually the user's own checkout directory) deliberately has no rule: it is reported instead.
+# The seed's IDENTIFIER_MAPPING, exactly: nothing else is rewritten by default. Other spellings
+# (``Azr``, ``Absolute_Zero_Reasoner``, ``AbsoluteZeroReasoner``, ``Absolute-Zero-Reasoner``)
+# are variants no rule names: published models and the upstream repository carry them, so they
+# are reported ("left: not a mapping rule") and rewritten only through ``--rule`` additions.
+SEED_MAPPING: dict[str, str] = {
+    "azr": "crsp",
+    "absolute_zero_reasoner": "rewarded_self_play",
+    "absolute zero reasoner": PROSE_TARGET,
+    "AZR": "CRSP",
+    "Absolute Zero Reasoner": PROSE_TARGET,
+}
+
+
+def make_rule(source: str, target: str) -> Rule:
+    """A prose rule when ``source`` has several words, else a literal one."""
+    return prose_rule(source, target) if len(source.split()) > 1 else literal_rule(source, target)
+
+
 DEFAULT_RULES: tuple[Rule, ...] = by_specificity(
-    [
-        PROSE_RULE,
-        prose_rule("absolute zero reasoner", PROSE_TARGET),
-        prose_rule("ABSOLUTE ZERO REASONER", PROSE_TARGET.upper()),
-        literal_rule("absolute_zero_reasoner", "rewarded_self_play"),
-        literal_rule("Absolute_Zero_Reasoner", "Rewarded_Self_Play"),
-        literal_rule("ABSOLUTE_ZERO_REASONER", "REWARDED_SELF_PLAY"),
-        literal_rule("absolute-zero-reasoner", "rewarded-self-play"),
-        literal_rule("AbsoluteZeroReasoner", "RewardedSelfPlay"),
-        literal_rule("absoluteZeroReasoner", "rewardedSelfPlay"),
-        literal_rule("AZR", "CRSP"),
-        literal_rule("Azr", "Crsp"),
-        literal_rule("azr", "crsp"),
-    ]
+    [make_rule(source, target) for source, target in SEED_MAPPING.items()]
 )
+
+
+def parse_rule(spec: str) -> Rule:
+    """Parse a ``--rule OLD=NEW`` addition.
+
+    Raises:
+        ValueError: the spec has no ``=``, an empty side, an ``OLD`` that is not a spelling of
+            the old names, or a ``NEW`` that still contains one (a second run would rewrite it
+            again, so the migration would never settle).
+
+    >>> parse_rule("Azr=Crsp").name
+    'Azr -> Crsp'
+    """
+    source, equals, target = spec.partition("=")
+    source, target = source.strip(), target.strip()
+    if not equals or not source or not target:
+        raise ValueError(f"--rule {spec!r} must look like OLD=NEW, e.g. --rule Azr=Crsp")
+    if DETECTION.search(source) is None:
+        raise ValueError(
+            f"--rule {spec!r}: OLD must contain a spelling of 'AZR' or 'Absolute Zero "
+            "Reasoner' (the migration only looks at text holding one)"
+        )
+    if DETECTION.search(target) is not None:
+        raise ValueError(
+            f"--rule {spec!r}: NEW must not contain an old name, or a second run would "
+            "rewrite it again"
+        )
+    return make_rule(source, target)
+
+
+def with_additions(base: Sequence[Rule], additions: Sequence[Rule]) -> tuple[Rule, ...]:
+    """``base`` plus ``additions``, most specific first; an addition replaces a same-source rule.
+
+    >>> [rule.name for rule in with_additions(DEFAULT_RULES, [parse_rule("azr=x")])][-1]
+    'azr -> x'
+    """
+    added = {rule.source for rule in additions}
+    return by_specificity([rule for rule in base if rule.source not in added] + list(additions))
+
 
 # Spellings the migration introduces; validation uses them to spot migrated references.
 TARGET_TOKENS: tuple[str, ...] = ("rewarded_self_play", "crsp", "CRSP", "Crsp")

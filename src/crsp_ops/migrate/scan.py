@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crsp_ops.migrate import gitutil
+from crsp_ops.migrate.protect import is_hub_cache_name
 
 # Never part of the codebase being migrated: version control, caches, virtual environments.
 EXCLUDED_DIR_NAMES = frozenset(
@@ -62,10 +63,12 @@ def list_tree(root: Path, use_git: bool = True, exclude: frozenset[str] = frozen
                 excluded.append(path.rstrip("/"))
             elif (full.exists() or full.is_symlink()) and not _in_excluded_dir(path):
                 files.append(path)
+            elif _in_excluded_dir(path):
+                excluded.append(_excluded_ancestor(path))
     else:
         files, excluded, tracked = *_walk(root), frozenset()
     files = sorted(path for path in files if path not in exclude)
-    return Listing(tuple(files), tracked, git_root, tuple(sorted(excluded)))
+    return Listing(tuple(files), tracked, git_root, tuple(sorted(set(excluded))))
 
 
 def read_content(root: Path, path: str, max_bytes: int) -> FileContent:
@@ -94,8 +97,16 @@ def _in_excluded_dir(path: str) -> bool:
     return any(_excluded_name(part) for part in path.split("/")[:-1])
 
 
+def _excluded_ancestor(path: str) -> str:
+    parts = path.split("/")
+    depth = next(i for i, part in enumerate(parts[:-1]) if _excluded_name(part))
+    return "/".join(parts[: depth + 1])
+
+
 def _excluded_name(name: str) -> bool:
-    return name in EXCLUDED_DIR_NAMES or name.endswith(".egg-info")
+    # A hub cache directory (``models--org--name``) holds a downloaded repository: its file
+    # names and bytes are the published artifact's, never the codebase's.
+    return name in EXCLUDED_DIR_NAMES or name.endswith(".egg-info") or is_hub_cache_name(name)
 
 
 def _walk(root: Path) -> tuple[list[str], list[str]]:

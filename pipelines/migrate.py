@@ -1,14 +1,17 @@
 r"""``crsp-ops migrate``: port an Absolute-Zero-Reasoner-style checkout to CRSP names.
 
-Rewrites identifiers (``absolute_zero_reasoner`` -> ``rewarded_self_play``, ``AZR`` -> ``CRSP``,
-``azr`` -> ``crsp``, the prose name -> "Cognition via Rewarded Self-Play"), renames files and
-directories (through ``git mv`` inside a git work tree), leaves URLs, hub model ids, citations
-and ``--keep`` matches alone, and validates the result.
+Applies the seed's rules only (``absolute_zero_reasoner`` -> ``rewarded_self_play``, ``AZR`` ->
+``CRSP``, ``azr`` -> ``crsp``, the prose name -> "Cognition via Rewarded Self-Play") plus any
+``--rule`` additions, renames files and directories (through ``git mv`` inside a git work tree),
+leaves published references (hub ids and their cache directories, HF/W&B/MLflow URIs, loader
+arguments), other URLs, citations and ``--keep`` matches alone, holds labels of published
+artifacts for review, and validates the result.
 
 Usage::
 
     crsp-ops migrate ~/Absolute-Zero-Reasoner --dry-run          # diff + renames, writes nothing
     crsp-ops migrate ~/Absolute-Zero-Reasoner --report migrate.json --keep 'MyOrg/azr-\w+'
+    crsp-ops migrate ~/Absolute-Zero-Reasoner --rule Azr=Crsp --rename-labels
 
 Exit codes: 0 migrated (or would migrate) and validated; 1 validation failed or renames
 conflict (nothing is written on a conflict); 2 usage error.
@@ -19,6 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from pipelines.entry import stage_main
 
 HELP = "Migrate an AZR-style codebase to CRSP names (rewrite, rename, validate)."
 
@@ -40,6 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "model ids and citations are always kept",
     )
     parser.add_argument(
+        "--rule", action="extend", nargs="+", default=[], metavar="OLD=NEW",
+        help="also rewrite OLD to NEW (repeatable; case-sensitive; replaces a seed rule with the "
+             "same OLD), e.g. --rule Azr=Crsp; spellings no rule names are only reported",
+    )
+    parser.add_argument(
+        "--rename-labels", action="store_true",
+        help="also rewrite labels that share a name with a published artifact referenced in the "
+             "same file (e.g. \"AZR-Coder-7b\" beside its hub id); by default they are reported",
+    )
+    parser.add_argument(
         "--no-git", action="store_true",
         help="ignore git: walk the directory and rename with plain renames",
     )
@@ -53,13 +68,16 @@ def run(args: argparse.Namespace) -> int:
     """Plan, validate, and (unless ``--dry-run``) apply the migration; return the exit code."""
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.migrate import (
+        DEFAULT_RULES,
         MigrationOptions,
         apply_plan,
         build_report,
         format_summary,
+        parse_rule,
         plan_migration,
         render_diff,
         validate_plan,
+        with_additions,
     )
 
     root = Path(args.path).expanduser()
@@ -75,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
             max_file_bytes=int(args.max_file_mb * 2**20),
             use_git=not args.no_git,
             exclude=_inside(report_path, root),
+            rules=with_additions(DEFAULT_RULES, [parse_rule(spec) for spec in args.rule]),
+            rename_labels=args.rename_labels,
         )
     except ValueError as error:
         return _usage_error(str(error))
@@ -127,3 +147,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

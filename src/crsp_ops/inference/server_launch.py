@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.steering.table import TABLE_FILE
 
 PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python")
 
@@ -39,6 +40,19 @@ def host_and_port(base_url: str) -> tuple[str, int]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"generation.base_url={base_url!r} must look like http://HOST:PORT/v1")
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def with_port_offset(base_url: str, offset: int) -> str:
+    """``base_url`` with its port raised by ``offset`` (one server per process rank).
+
+    >>> with_port_offset("http://127.0.0.1:8011/v1", 1)
+    'http://127.0.0.1:8012/v1'
+    """
+    if offset == 0:
+        return base_url
+    host, port = host_and_port(base_url)
+    parts = urlsplit(base_url)
+    return parts._replace(netloc=f"{host}:{port + offset}").geturl()
 
 
 def server_argv(
@@ -108,7 +122,5 @@ def served_model_name(served_model: str, model_dir: str | os.PathLike) -> str:
 
 def table_path(clusters_dir: str | os.PathLike) -> Path:
     """``token_clusters.npy`` inside a clusters directory (or the file itself), absolute."""
-    from crsp_ops.steering.table import TABLE_FILE
-
     path = Path(clusters_dir)
     return (path / TABLE_FILE if path.is_dir() else path).resolve()

@@ -35,15 +35,22 @@ from typing import Any
 
 from crsp_ops.config import Settings
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
-from crsp_ops.inference.records import SamplingParams
-from crsp_ops.steering.runtime_server import (
+from crsp_ops.inference.canary import run_canary
+from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
+from crsp_ops.inference.records import LogprobSemantics, SamplingParams
+from crsp_ops.inference.server_launch import (
     api_key,
     served_model_name,
     server_argv,
     server_root,
     table_path,
 )
+from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+from crsp_ops.inference.transformers_backend import TransformersBackend
+from crsp_ops.models.model_ref import resolve_model_dir
+from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV, load_table_and_count
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +98,6 @@ def open_backend(
             healthy (the message carries its log tail).
         crsp_ops.inference.canary.SteeringCanaryError: the server does not apply the deltas.
     """
-    from crsp_ops.models.model_ref import resolve_model_dir
-
     model_dir = resolve_model_dir(model_dir)
     table, n_clusters = _load_table(clusters_dir)
     if settings.generation.backend == "transformers":
@@ -109,7 +114,6 @@ def open_backend(
 def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
     if clusters_dir is None:
         return None, None
-    from crsp_ops.steering.table import load_table_and_count
 
     return load_table_and_count(clusters_dir)
 
@@ -117,7 +121,6 @@ def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None
 def _transformers_backend(
     settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None
 ) -> GenerationBackend:
-    from crsp_ops.inference.transformers_backend import TransformersBackend
 
     generation = settings.generation
     logger.info(
@@ -139,8 +142,6 @@ def _server_backend(
     stack: ExitStack,
 ) -> GenerationBackend:
     """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
-    from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
-
     generation = settings.generation
     steering = table is not None
     if steering and generation.engine not in STEERING_ENGINES:
@@ -153,15 +154,9 @@ def _server_backend(
     if server is not None:
         stack.enter_context(server)  # starts it; stops it (process group) on exit
     backend = OpenAIServerBackend(
-        OpenAIServerSettings(
-            base_url=generation.base_url,
-            model=served_model_name(generation.served_model, model_dir),
-            engine=generation.engine,
-            api_key=api_key(generation.api_key_env),
-            max_concurrency=generation.max_concurrency,
-            request_timeout_s=generation.request_timeout_s,
-            n_clusters=n_clusters,
-        ),
+        client_settings(generation, base_url=generation.base_url,
+                        model=served_model_name(generation.served_model, model_dir),
+                        n_clusters=n_clusters),
         server=server,
         tokenizer=_local_tokenizer(model_dir),
     )
@@ -172,7 +167,6 @@ def _server_backend(
         "on" if steering else "off",
     )
     if steering and generation.canary:
-        from crsp_ops.inference.canary import run_canary
 
         run_canary(backend, n_clusters, token_clusters=table, engine=generation.engine)
     return backend
@@ -185,9 +179,6 @@ def _server_manager(
 
     Returns ``None`` for a running generic OpenAI endpoint (hosted APIs have no health path).
     """
-    from crsp_ops.inference.server_manager import ServerConfig, ServerManager
-    from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV
-
     generation = settings.generation
     table = None if clusters_dir is None else str(table_path(clusters_dir))
     if not generation.server_command and generation.engine not in STEERING_ENGINES:
@@ -198,16 +189,54 @@ def _server_manager(
             generation.server_command, model_dir=model_dir, base_url=generation.base_url,
             token_clusters=table,
         )
+    return server_manager(generation, base_url=generation.base_url, command=command,
+                          env={TOKEN_CLUSTERS_ENV: table} if table else None)
+
+
+def server_manager(
+    generation: GenerationSettings,
+    *,
+    base_url: str,
+    command: tuple[str, ...] | None,
+    env: dict[str, str] | None = None,
+) -> ServerManager:
+    """The ``ServerManager`` for a server at ``base_url`` under the ``generation`` settings.
+
+    The one place server options (health path, startup timeout, restarts, log) become a
+    manager: evolve's backend and CRSP's server-backed generation both come through here.
+    ``command=None`` health-checks a server that is already running.
+    """
     return ServerManager(
         ServerConfig(
-            base_url=server_root(generation.base_url),
+            base_url=server_root(base_url),
             command=command,
             health_path=generation.health_path,
             startup_timeout_s=generation.startup_timeout_s,
             max_restarts=generation.server_max_restarts,
             log_path=generation.server_log or None,
-            env={TOKEN_CLUSTERS_ENV: table} if table else None,
+            env=env,
         )
+    )
+
+
+def client_settings(
+    generation: GenerationSettings,
+    *,
+    base_url: str,
+    model: str,
+    n_clusters: int | None = None,
+    logprob_semantics: LogprobSemantics | None = None,
+) -> OpenAIServerSettings:
+    """How the client talks to the server at ``base_url`` (engine, key, concurrency, timeout)."""
+    return OpenAIServerSettings(
+        base_url=base_url,
+        model=model,
+        engine=generation.engine,
+        api_key=api_key(generation.api_key_env),
+        max_concurrency=generation.max_concurrency,
+        request_timeout_s=generation.request_timeout_s,
+        n_clusters=n_clusters,
+        logprob_semantics=logprob_semantics,
     )
 
 
