@@ -145,7 +145,7 @@ def main() -> None:
 
     import torch
 
-    from crsp_ops.inference.records import SamplingParams
+    from crsp_ops.inference.completions import SamplingParams
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -132,7 +132,7 @@ def main() -> None:
                         help="section.key=value for building the stages (first run only)")
     args = parser.parse_args()
 
-    from crsp_ops.evolve.records import score_dict
+    from crsp_ops.evolve.iteration import score_dict
 
     harness = Harness(embedded_default(args.project, args.stage_overrides), args.overrides)
     try:

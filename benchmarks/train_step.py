@@ -72,10 +72,10 @@ TRL_UNAVAILABLE = {"trl": "unavailable", "trl_grpo_step_s": None, "trl_grpo_toke
 
 def solve_prompts(problem_types, count: int) -> list[list[dict]]:
     """``count`` CRSP solve conversations, cycling over the seed tasks of ``problem_types``."""
-    from crsp_ops.crsp.tasks import seed_tasks, solve_messages
-    from crsp_ops.crsp.tasks.records import TaskType
+    from crsp_ops.crsp.tasks import solve_messages, starter_tasks
+    from crsp_ops.crsp.tasks.task_types import TaskType
 
-    tasks = [task for name in problem_types for task in seed_tasks(TaskType(name))]
+    tasks = [task for name in problem_types for task in starter_tasks(TaskType(name))]
     return [solve_messages(tasks[i % len(tasks)]) for i in range(count)]
 
 

@@ -29,8 +29,8 @@ import torch  # noqa: E402
 
 from crsp_ops.crsp.generation import PolicyGeneration  # noqa: E402
 from crsp_ops.inference.backend import GenerationBackend  # noqa: E402
+from crsp_ops.inference.completions import Completion  # noqa: E402
 from crsp_ops.inference.hf_chat import encode_chat  # noqa: E402
-from crsp_ops.inference.records import Completion  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

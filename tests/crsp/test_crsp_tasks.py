@@ -12,8 +12,8 @@ from crsp_ops.crsp.tasks import (
     math_answers_match,
     parse_proposal,
     propose_prompt,
-    seed_tasks,
     solve_prompt,
+    starter_tasks,
     validate_proposals,
 )
 
@@ -26,7 +26,7 @@ def respond(answer, think="working it out"):
 
 @pytest.mark.parametrize("task_type", CODE_TASK_TYPES)
 def test_seed_task_outputs_match_the_sandbox(executor, task_type):
-    tasks = seed_tasks(task_type)
+    tasks = starter_tasks(task_type)
     assert len(tasks) >= 2
     results = executor.run_many([ExecutionJob(t.program, t.inputs) for t in tasks])
     for task, result in zip(tasks, results, strict=True):
@@ -35,7 +35,7 @@ def test_seed_task_outputs_match_the_sandbox(executor, task_type):
 
 
 def test_seed_math_tasks_follow_the_limo_schema():
-    tasks = seed_tasks(TaskType.MATH)
+    tasks = starter_tasks(TaskType.MATH)
     assert tasks and all(isinstance(t, MathTask) and t.question and t.solution and t.answer
                          for t in tasks)
 

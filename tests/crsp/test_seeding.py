@@ -15,8 +15,8 @@ from crsp_ops.crsp.seeding import (
     tokenize_example,
 )
 from crsp_ops.crsp.tasks import solve_messages
-from crsp_ops.crsp.tasks.records import MathTask
-from crsp_ops.data.records import LimoExample
+from crsp_ops.crsp.tasks.task_types import MathTask
+from crsp_ops.data.examples import LimoExample
 from crsp_ops.inference.context import InferenceContext
 
 ROW = LimoExample("What is 2 + 3?", "Step 1: 2 + 3 = 5.", "5")

@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.checkpointing import latest_checkpoint, load_trainer_state
 from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
-from crsp_ops.crsp.tasks.records import TaskType
+from crsp_ops.crsp.tasks.task_types import TaskType
 from tests.crsp.conftest import ScriptedGeneration
 
 
@@ -94,7 +94,7 @@ def test_interrupt_saves_a_checkpoint(tiny_model_dir, small_settings, tmp_path):
 
 
 def test_math_buffer_holds_seed_problems_and_limo_rows(tiny_model_dir, small_settings, tmp_path):
-    from crsp_ops.crsp.tasks.records import MathTask
+    from crsp_ops.crsp.tasks.task_types import MathTask
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)

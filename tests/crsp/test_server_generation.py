@@ -10,7 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.crsp.generation import ServerGeneration, policy_server_argv
-from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.server_manager import free_port
 from crsp_ops.inference.transformers_backend import TransformersBackend
 

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
+from crsp_ops.data.examples import LimoExample
 from crsp_ops.data.limo import load_limo
 from crsp_ops.data.limo_synthetic import generate_limo_examples
-from crsp_ops.data.records import LimoExample
 
 MINUS = "−"  # the generator writes a typographic minus in equations
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from evolve_testkit import fake_evaluate, fake_evaluate_truncating
 
+from crsp_ops.evolve.iteration import Proposal
 from crsp_ops.evolve.loop import LoopConfig, ProposalFailedError, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
 from crsp_ops.evolve.optuna_proposer import OptunaProposer, make_sampler, open_study, search_ranges
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.records import Proposal
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.evolve.token_usage import ClusterCounter
 

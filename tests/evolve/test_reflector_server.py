@@ -148,7 +148,7 @@ def test_reflector_retries_until_valid(tmp_path, monkeypatch):
             model="m", n_clusters=N_CLUSTERS, clamp=None, max_attempts=4, retry_backoff_s=0.0,
             temperature=0.0, max_tokens=100, k_longest=2, max_response_chars=5,
         )
-        from crsp_ops.evolve.records import Evidence
+        from crsp_ops.evolve.iteration import Evidence
 
         result = fake_evaluate(list(range(3)), INITIAL)
         proposal = proposer.propose(Evidence(

@@ -11,8 +11,8 @@ from crsp_ops.inference.canary import (
     run_canary,
     steering_applied,
 )
+from crsp_ops.inference.completions import Completion
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
-from crsp_ops.inference.records import Completion
 from crsp_ops.inference.server_manager import ServerManager
 from tests.inference.conftest import local_server_config, openai_base_url
 

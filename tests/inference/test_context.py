@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from openai.types.chat.chat_completion import Choice
 
+from crsp_ops.inference.completions import Completion
 from crsp_ops.inference.context import InferenceContext, PromptAlignmentError
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
-from crsp_ops.inference.records import Completion
 from crsp_ops.inference.transformers_backend import completion_to_choice
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

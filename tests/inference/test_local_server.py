@@ -43,7 +43,7 @@ def test_health_and_models(steering_server):
 
 
 def test_chat_returns_ids_logprobs_and_usage(steering_server, inprocess_backend):
-    from crsp_ops.inference.records import SamplingParams
+    from crsp_ops.inference.completions import SamplingParams
 
     status, body = post(steering_server, greedy_body(logprobs=True, top_logprobs=3,
                                                      return_token_ids=True,

@@ -11,6 +11,7 @@ import logging
 
 import pytest
 
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.openai_backend import (
     OpenAIServerBackend,
     OpenAIServerSettings,
@@ -20,7 +21,6 @@ from crsp_ops.inference.openai_backend import (
     parse_token_id,
     validate_deltas,
 )
-from crsp_ops.inference.records import SamplingParams
 from crsp_ops.inference.server_manager import free_port
 from tests.fakes import ScriptedJSONServer as ScriptedServer
 

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.openai_backend import (
     OpenAIServerBackend,
     OpenAIServerSettings,
     RequestFailedError,
     RetryPolicy,
 )
-from crsp_ops.inference.records import SamplingParams
 from crsp_ops.inference.server_manager import (
     ServerConfig,
     ServerDiedError,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.context import InferenceContext, PromptAlignmentError
-from crsp_ops.inference.records import SamplingParams
 from crsp_ops.inference.transformers_backend import (
     TransformersBackend,
     completion_to_choice,

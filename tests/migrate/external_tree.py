@@ -26,14 +26,14 @@ DEMO=$HF_HOME/hub/spaces--leaplab--azr-demo
 azr_eval --model "$CODER" --tasks "$TASKS"
 """,
     "eval/download.py": '''\
-"""Fetch the published AZR checkpoints and seed tasks."""
+"""Fetch the published AZR checkpoints and starter tasks."""
 from datasets import load_dataset
 from huggingface_hub import snapshot_download
 from transformers import AutoModelForCausalLM
 
 CODER_DIR = snapshot_download(repo_id="azr-coder-7b")
 BASE = AutoModelForCausalLM.from_pretrained("azr_base")
-TASKS = load_dataset("azr_seed_tasks")
+TASKS = load_dataset("azr_starter_tasks")
 azr_local = AutoModelForCausalLM.from_pretrained("./outputs/azr_sft")
 ''',
     "eval/tracking.py": '''\
@@ -98,7 +98,7 @@ FORMS = [
     ("eval/run.sh", 6, "hub cache directory", "spaces--leaplab--azr-demo"),
     ("eval/download.py", 6, "repo_id argument", "azr-coder-7b"),
     ("eval/download.py", 7, "from_pretrained argument", "azr_base"),
-    ("eval/download.py", 8, "load_dataset argument", "azr_seed_tasks"),
+    ("eval/download.py", 8, "load_dataset argument", "azr_starter_tasks"),
     ("eval/tracking.py", 5, "MLflow URI", "models:/azr-coder/3"),
     ("eval/tracking.py", 6, "MLflow URI", "models:/azr-coder@champion"),
     ("eval/tracking.py", 7, "MLflow URI", "runs:/0a1b2c3d/azr_policy"),

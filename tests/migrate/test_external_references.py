@@ -15,7 +15,7 @@ from crsp_ops.migrate.labels import find_labels, name_key
 from crsp_ops.migrate.protect import find_protections, url_kind
 from crsp_ops.migrate.rewrite import UNMAPPED_REASON, rewrite_text
 from crsp_ops.migrate.rules import DEFAULT_RULES
-from crsp_ops.pipelines import migrate as driver
+from pipelines import migrate as driver
 from tests.migrate.conftest import snapshot
 from tests.migrate.external_tree import (
     BASE_HUB_ID,

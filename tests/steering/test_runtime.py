@@ -14,9 +14,9 @@ from crsp_ops.data.financebench import load_financebench
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
 from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.inference.canary import SteeringCanaryError
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 from crsp_ops.inference.openai_backend import OpenAIServerBackend
-from crsp_ops.inference.records import SamplingParams
 from crsp_ops.inference.server_launch import api_key, server_argv, server_root
 from crsp_ops.inference.server_manager import ServerStartupError, free_port
 from crsp_ops.inference.transformers_backend import TransformersBackend

@@ -58,11 +58,11 @@ def _lerp(start: float, end: float, t: float) -> float:
     return (1.0 - t) * start + t * end
 
 
-SEED_START, SEED_MID, SEED_END = Alphas(0.3, 0.1), Alphas(0.8, 0.6), Alphas(0.95, 0.8)
+RLSP_START, RLSP_MID, RLSP_END = Alphas(0.3, 0.1), Alphas(0.8, 0.6), Alphas(0.95, 0.8)
 
 
 def rlsp_coupled_alphas(
-    step: int, total_steps: int, *, start: Alphas = SEED_START, end: Alphas = SEED_END
+    step: int, total_steps: int, *, start: Alphas = RLSP_START, end: Alphas = RLSP_END
 ) -> Alphas:
     """The seed's three-phase coupled schedule (see the module docstring).
 
@@ -100,10 +100,10 @@ def rlsp_coupled_alphas(
 
 
 def _seed_midpoint(start: Alphas, end: Alphas) -> Alphas:
-    if (start, end) == (SEED_START, SEED_END):
-        return SEED_MID  # exactly the seed's numbers, no rounding on the way
-    w_s = (SEED_MID.alpha_s - SEED_START.alpha_s) / (SEED_END.alpha_s - SEED_START.alpha_s)
-    w_c = (SEED_MID.alpha_c - SEED_START.alpha_c) / (SEED_END.alpha_c - SEED_START.alpha_c)
+    if (start, end) == (RLSP_START, RLSP_END):
+        return RLSP_MID  # exactly the seed's numbers, no rounding on the way
+    w_s = (RLSP_MID.alpha_s - RLSP_START.alpha_s) / (RLSP_END.alpha_s - RLSP_START.alpha_s)
+    w_c = (RLSP_MID.alpha_c - RLSP_START.alpha_c) / (RLSP_END.alpha_c - RLSP_START.alpha_c)
     return Alphas(_lerp(start.alpha_s, end.alpha_s, w_s), _lerp(start.alpha_c, end.alpha_c, w_c))
 
 
@@ -158,7 +158,7 @@ def make_alpha_schedule(name: str, **params: object) -> AlphaSchedule:
     unknown = sorted(set(params) - {"start", "end"})
     if unknown:
         raise ValueError(f"{name} takes only start and end, got {unknown}")
-    start, end = params.get("start", SEED_START), params.get("end", SEED_END)
+    start, end = params.get("start", RLSP_START), params.get("end", RLSP_END)
     if start.alpha_s > end.alpha_s or start.alpha_c > end.alpha_c:
         raise ValueError(f"{name} alpha schedule must be non-decreasing, got start={start} "
                          f"end={end}; swap them or use 'constant'")

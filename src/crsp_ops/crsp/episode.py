@@ -41,9 +41,9 @@ from crsp_ops.crsp.tasks import (
     solve_prompt,
     validate_proposals,
 )
-from crsp_ops.crsp.tasks.records import CODE_TASK_TYPES, CodeTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, Task, TaskType
 from crsp_ops.inference.backend import GenerationBackend, Message
-from crsp_ops.inference.records import Completion, SamplingParams
+from crsp_ops.inference.completions import Completion, SamplingParams
 
 
 @dataclass(frozen=True)

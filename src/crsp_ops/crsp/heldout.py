@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.tasks import check_solutions, solve_messages
-from crsp_ops.crsp.tasks.records import CodeTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
 from crsp_ops.inference.backend import GenerationBackend
-from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.completions import SamplingParams
 
 _SQUARES = "def f(n):\n    return [i * i for i in range(n)]\n"
 _VOWELS = "def f(s):\n    return sum(1 for c in s if c in 'aeiou')\n"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from crsp_ops.crsp.tasks.records import MathTask
+from crsp_ops.crsp.tasks.task_types import MathTask
+from crsp_ops.data.examples import LimoExample
 from crsp_ops.data.limo import load_limo
-from crsp_ops.data.records import LimoExample
 
 
 def math_tasks(rows: Sequence[LimoExample]) -> list[MathTask]:

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from crsp_ops.crsp.tasks import solve_messages
-from crsp_ops.crsp.tasks.records import MathTask
-from crsp_ops.data.records import LimoExample
+from crsp_ops.crsp.tasks.task_types import MathTask
+from crsp_ops.data.examples import LimoExample
 from crsp_ops.inference.context import InferenceContext
 
 logger = logging.getLogger(__name__)

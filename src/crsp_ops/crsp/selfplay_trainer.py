@@ -50,8 +50,8 @@ from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, polic
 from crsp_ops.crsp.rollout_building import build_rollouts
 from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
 from crsp_ops.crsp.task_buffer import TaskBuffers
-from crsp_ops.crsp.tasks import seed_tasks
-from crsp_ops.crsp.tasks.records import MathTask, Task, TaskType
+from crsp_ops.crsp.tasks import starter_tasks
+from crsp_ops.crsp.tasks.task_types import MathTask, Task, TaskType
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker
@@ -132,7 +132,7 @@ def make_buffers(crsp: CrspSettings, math_tasks: Sequence[MathTask]) -> TaskBuff
     seeds: dict[TaskType, list[Task]] = {}
     for name in crsp.problem_types:
         task_type = TaskType(name)
-        seeds[task_type] = list(seed_tasks(task_type))
+        seeds[task_type] = list(starter_tasks(task_type))
         if task_type is TaskType.MATH:
             seeds[task_type] += list(math_tasks)
     capacity = max([crsp.buffer_size, *(len(tasks) for tasks in seeds.values())])

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from crsp_ops.crsp.tasks.records import CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
 
 
 def task_to_dict(task: Task) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def task_from_dict(row: Mapping[str, Any]) -> Task:
 
 
 class TaskBuffers:
-    """Per-type task pools: fixed seed tasks plus a bounded FIFO of accepted proposals.
+    """Per-type task pools: fixed starter tasks plus a bounded FIFO of accepted proposals.
 
     Args:
         seeds: the initial tasks of each type (kept forever).

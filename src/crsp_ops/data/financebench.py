@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
 from crsp_ops.data.load_result import LoadResult, RowError, SkipTally
-from crsp_ops.data.records import FinanceBenchEvidence, FinanceBenchExample
 from crsp_ops.data.row_fields import optional_int, optional_str, required_str
 from crsp_ops.data.row_files import iter_raw_rows
 
@@ -140,7 +140,7 @@ def render_question_prompt(example: FinanceBenchExample, *, template: str) -> st
 
     The evidence passage goes into the prompt so that the answer is obtainable from it.
 
-    >>> from crsp_ops.data.records import FinanceBenchEvidence, FinanceBenchExample
+    >>> from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
     >>> ev = (FinanceBenchEvidence("Revenue was $5 million.", "", None, ""),)
     >>> ex = FinanceBenchExample("1", "", "", "", "", "What was revenue?", "$5", "", ev)
     >>> render_question_prompt(ex, template="{evidence}\nQ: {question}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from crsp_ops.data.answer_format import format_percent, format_ratio, format_usd_millions
-from crsp_ops.data.records import FinanceBenchEvidence, FinanceBenchExample
+from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
 
 HUNDRED = Decimal(100)
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.data.examples import LimoExample
 from crsp_ops.data.limo_synthetic import generate_limo_examples
 from crsp_ops.data.load_result import LoadResult, RowError, SkipTally
-from crsp_ops.data.records import LimoExample
 from crsp_ops.data.row_fields import required_str
 from crsp_ops.data.row_files import iter_raw_rows
 

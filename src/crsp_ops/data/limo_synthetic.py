@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from crsp_ops.data.records import LimoExample
+from crsp_ops.data.examples import LimoExample
 
 Problem = tuple[str, list[str], int]  # question, solution steps, answer
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crsp_ops.evolve.records import SCORE_NAMES, score_dict
+from crsp_ops.evolve.iteration import SCORE_NAMES, score_dict
 from crsp_ops.steering.deltas import Deltas
 
 

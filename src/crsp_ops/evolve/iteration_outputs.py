@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from crsp_ops.evolve.background import BackgroundWorker
+from crsp_ops.evolve.iteration import Exchange, IterationRecord
 from crsp_ops.evolve.plot import EvolutionPlot
-from crsp_ops.evolve.records import Exchange, IterationRecord
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,

@@ -20,8 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from crsp_ops.data.examples import FinanceBenchExample
 from crsp_ops.data.financebench import render_question_prompt
-from crsp_ops.data.records import FinanceBenchExample
 from crsp_ops.evaluation.minibatch_grading import Grading, ScoreWeights
 from crsp_ops.evaluation.scoring import (
     composite_score,
@@ -30,7 +30,7 @@ from crsp_ops.evaluation.scoring import (
     shortness_score,
 )
 from crsp_ops.inference.backend import GenerationBackend
-from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.steering.deltas import deltas_to_list
 
 

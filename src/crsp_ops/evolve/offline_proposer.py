@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from crsp_ops.evolve.iteration import Evidence, Proposal
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.records import Evidence, Proposal
 from crsp_ops.evolve.token_usage import ClusterCounter, usage_contrast
 from crsp_ops.steering.deltas import validate_deltas
 from crsp_ops.steering.token_rules import EOS_CLUSTER

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.evolve.iteration import Evidence, Proposal
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.records import Evidence, Proposal
 from crsp_ops.steering.deltas import Deltas, validate_deltas
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crsp_ops.atomic_io import atomic_path
-from crsp_ops.evolve.records import IterationRecord
+from crsp_ops.evolve.iteration import IterationRecord
 
 TITLE = "Evolution of steering deltas"
 DPI = 90

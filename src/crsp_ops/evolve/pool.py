@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from crsp_ops.data.examples import FinanceBenchExample
 from crsp_ops.data.financebench import load_financebench, split_pool_heldout
-from crsp_ops.data.records import FinanceBenchExample
 
 POOL_FILE = "pool.jsonl"
 HELDOUT_FILE = "heldout.jsonl"

@@ -6,7 +6,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-from crsp_ops.evolve.records import Evidence, Proposal
+from crsp_ops.evolve.iteration import Evidence, Proposal
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from crsp_ops.evolve.evolving_summary import SummaryEntry, append_entry, render_summary
+from crsp_ops.evolve.iteration import Evidence, Exchange, Proposal
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.records import Evidence, Exchange, Proposal
 from crsp_ops.evolve.reflector_prompt import build_messages
 from crsp_ops.evolve.reflector_schema import parse_reply, response_format
 

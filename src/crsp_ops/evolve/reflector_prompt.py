@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from crsp_ops.evolve.records import ExampleResult
+from crsp_ops.evolve.iteration import ExampleResult
 
 SYSTEM_PROMPT = (
     "You are a reflector for a steering system that adjusts LLM outputs by cluster. Your task is "

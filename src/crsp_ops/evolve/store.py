@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from crsp_ops.atomic_io import atomic_write_json, atomic_write_text
-from crsp_ops.evolve.records import Exchange, IterationRecord
+from crsp_ops.evolve.iteration import Exchange, IterationRecord
 from crsp_ops.steering.codegen import write_processor
 from crsp_ops.steering.deltas import Deltas, save_deltas
 

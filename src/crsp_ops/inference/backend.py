@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from crsp_ops.inference.records import Completion, SamplingParams
+from crsp_ops.inference.completions import Completion, SamplingParams
 
 Message = dict[str, str]
 """A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``."""

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crsp_ops.inference.backend import GenerationBackend, Message
-from crsp_ops.inference.records import Completion, SamplingParams
+from crsp_ops.inference.completions import Completion, SamplingParams
 
 logger = logging.getLogger(__name__)
 

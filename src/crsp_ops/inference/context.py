@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from crsp_ops.inference.completions import Completion, LogprobSemantics
 from crsp_ops.inference.hf_chat import Prompt, encode_chat
 from crsp_ops.inference.hf_token_pieces import (
     PieceStyle,
@@ -49,7 +50,6 @@ from crsp_ops.inference.hf_token_pieces import (
     detect_piece_style,
     piece_to_bytes,
 )
-from crsp_ops.inference.records import Completion, LogprobSemantics
 from crsp_ops.inference.rollouts import Rollout
 
 logger = logging.getLogger(__name__)

@@ -38,8 +38,8 @@ from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.canary import run_canary
+from crsp_ops.inference.completions import LogprobSemantics, SamplingParams
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
-from crsp_ops.inference.records import LogprobSemantics, SamplingParams
 from crsp_ops.inference.server_launch import (
     api_key,
     served_model_name,

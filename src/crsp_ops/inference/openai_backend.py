@@ -32,8 +32,8 @@ from typing import Any
 import openai
 
 from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.completions import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.context import InferenceContext
-from crsp_ops.inference.records import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.request_options import (
     ENGINES,
     RolloutRequestOptions,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from crsp_ops.inference.records import LogprobSemantics
+from crsp_ops.inference.completions import LogprobSemantics
 
 Engine = Literal["vllm", "sglang", "openai"]
 ENGINES: tuple[str, ...] = ("vllm", "sglang", "openai")

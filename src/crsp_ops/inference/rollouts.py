@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from crsp_ops.inference.records import LogprobSemantics
+from crsp_ops.inference.completions import LogprobSemantics
 
 _SEMANTICS = ("raw", "processed", "none")
 _LOGPROB_SLACK = 1e-4  # float32 log_softmax of a near-certain token can round a hair above 0

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.steering.bias import STEER_DELTAS_KEY
 
 logger = logging.getLogger(__name__)

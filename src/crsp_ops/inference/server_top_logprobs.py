@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
+from crsp_ops.inference.completions import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
-from crsp_ops.inference.records import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 
 

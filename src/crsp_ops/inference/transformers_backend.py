@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.completions import Completion, SamplingParams
 from crsp_ops.inference.hf_chat import encode_chat
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
-from crsp_ops.inference.records import Completion, SamplingParams
 from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 from crsp_ops.steering.token_rules import eos_token_ids
 

@@ -72,7 +72,7 @@ PROSE_RULE = prose_rule("Absolute Zero Reasoner", PROSE_TARGET)
 # (``Azr``, ``Absolute_Zero_Reasoner``, ``AbsoluteZeroReasoner``, ``Absolute-Zero-Reasoner``)
 # are variants no rule names: published models and the upstream repository carry them, so they
 # are reported ("left: not a mapping rule") and rewritten only through ``--rule`` additions.
-SEED_MAPPING: dict[str, str] = {
+DESIGN_MAPPING: dict[str, str] = {
     "azr": "crsp",
     "absolute_zero_reasoner": "rewarded_self_play",
     "absolute zero reasoner": PROSE_TARGET,
@@ -87,7 +87,7 @@ def make_rule(source: str, target: str) -> Rule:
 
 
 DEFAULT_RULES: tuple[Rule, ...] = by_specificity(
-    [make_rule(source, target) for source, target in SEED_MAPPING.items()]
+    [make_rule(source, target) for source, target in DESIGN_MAPPING.items()]
 )
 
 

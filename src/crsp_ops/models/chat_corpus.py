@@ -16,8 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crsp_ops.data.examples import FinanceBenchExample, LimoExample
 from crsp_ops.data.financebench import render_question_prompt
-from crsp_ops.data.records import FinanceBenchExample, LimoExample
 from crsp_ops.models.special_tokens import THINK_END, THINK_START
 
 

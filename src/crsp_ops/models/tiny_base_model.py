@@ -8,7 +8,7 @@ from pathlib import Path
 
 from transformers import GenerationConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from crsp_ops.data.records import FinanceBenchExample, LimoExample
+from crsp_ops.data.examples import FinanceBenchExample, LimoExample
 from crsp_ops.models.chat_batches import tokenize_sample
 from crsp_ops.models.chat_corpus import ChatCorpusSpec, build_chat_corpus, corpus_texts
 from crsp_ops.models.tiny_llama import (

@@ -1,13 +1,13 @@
 """Sandboxed execution of proposed programs: never in the trainer's own process."""
 
 from crsp_ops.crsp.executor.ast_guard import find_violations
-from crsp_ops.crsp.executor.pool import SandboxExecutor
-from crsp_ops.crsp.executor.records import (
+from crsp_ops.crsp.executor.jobs import (
     ExecutionJob,
     ExecutionResult,
     ExecutionStatus,
     SandboxLimits,
 )
+from crsp_ops.crsp.executor.pool import SandboxExecutor
 from crsp_ops.crsp.executor.sandbox import run_once
 
 __all__ = [

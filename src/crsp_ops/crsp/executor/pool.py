@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from crsp_ops.crsp.executor.records import (
+from crsp_ops.crsp.executor.jobs import (
     ExecutionJob,
     ExecutionResult,
     ExecutionStatus,

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from crsp_ops.crsp.executor.ast_guard import find_violations
-from crsp_ops.crsp.executor.records import (
+from crsp_ops.crsp.executor.jobs import (
     ExecutionJob,
     ExecutionResult,
     ExecutionStatus,

@@ -1,4 +1,4 @@
-"""Self-play tasks: records, prompts, answer checking, proposal validation, seed tasks."""
+"""Self-play tasks: records, prompts, answer checking, proposal validation, starter tasks."""
 
 from crsp_ops.crsp.tasks.answers import (
     SolutionCheck,
@@ -21,12 +21,12 @@ from crsp_ops.crsp.tasks.proposals import (
     parse_proposal,
     validate_proposals,
 )
-from crsp_ops.crsp.tasks.records import CODE_TASK_TYPES, CodeTask, MathTask, Task, TaskType
-from crsp_ops.crsp.tasks.seeds import seed_tasks
+from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
+from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, MathTask, Task, TaskType
 
 __all__ = [
     "CODE_TASK_TYPES", "CodeTask", "MathTask", "ProposalCheck", "ProposalDraft", "SolutionCheck",
     "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
     "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
-    "seed_tasks", "solve_messages", "solve_prompt", "validate_proposals", "verification_job",
+    "starter_tasks", "solve_messages", "solve_prompt", "validate_proposals", "verification_job",
 ]

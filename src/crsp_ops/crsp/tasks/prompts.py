@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crsp_ops.crsp.tasks.records import CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
 from crsp_ops.inference.backend import Message
 
 RESPONSE_FORMAT = ("Reason step by step inside <think> and </think>, then give only the final "

@@ -1,4 +1,4 @@
-"""Built-in seed tasks: small deterministic programs per code type and a few math problems.
+"""Built-in starter tasks: small deterministic programs per code type and a few math problems.
 
 The outputs are the ``repr`` the sandbox produces (``tests/crsp`` re-runs every program through
 the real sandbox to keep them honest). They fill the task buffers before any proposal exists.
@@ -6,7 +6,7 @@ the real sandbox to keep them honest). They fill the task buffers before any pro
 
 from __future__ import annotations
 
-from crsp_ops.crsp.tasks.records import CodeTask, MathTask, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, TaskType
 
 _TOP3 = "def f(xs):\n    return sorted(xs, reverse=True)[:3]\n"
 _SHOUT = "def f(s):\n    return s[::-1].upper()\n"
@@ -21,18 +21,18 @@ _RUNS = ("def f(xs):\n    out = []\n    for x in xs:\n        if out and out[-1]
          "            out[-1] = (x, out[-1][1] + 1)\n        else:\n"
          "            out.append((x, 1))\n    return out\n")
 
-SEED_CODE_O = (
+STARTER_CODE_O = (
     CodeTask(TaskType.CODE_O, _TOP3, ("[5, 1, 4, 9, 2]",), ("[9, 5, 4]",)),
     CodeTask(TaskType.CODE_O, _FIB, ("10",), ("55",)),
     CodeTask(TaskType.CODE_O, _WINDOWS, ("[1, 2, 3, 4, 5], 2",), ("[3, 5, 7, 9]",)),
     CodeTask(TaskType.CODE_O, _COUNTS, ("'banana band'",), ("[('a', 4), ('n', 3)]",)),
 )
-SEED_CODE_I = (
+STARTER_CODE_I = (
     CodeTask(TaskType.CODE_I, _SHOUT, ("'play'",), ("'YALP'",)),
     CodeTask(TaskType.CODE_I, _GCD, ("84, 36",), ("12",)),
     CodeTask(TaskType.CODE_I, _RUNS, ("[1, 1, 2, 3, 3, 3]",), ("[(1, 2), (2, 1), (3, 3)]",)),
 )
-SEED_CODE_F = (
+STARTER_CODE_F = (
     CodeTask(TaskType.CODE_F, _GCD, ("12, 18", "7, 5", "100, 75", "9, 0"),
              ("6", "1", "25", "9"), "Returns the largest number dividing both arguments."),
     CodeTask(TaskType.CODE_F, _WINDOWS, ("[1, 2, 3], 1", "[1, 2, 3], 3", "[4, 0, 4, 0], 2",
@@ -40,7 +40,7 @@ SEED_CODE_F = (
              ("[1, 2, 3]", "[6]", "[4, 4, 4]", "[]"),
              "Sums of every window of k consecutive elements."),
 )
-SEED_MATH = (
+STARTER_MATH = (
     MathTask("What is the sum of the first 10 positive odd integers?",
              "The first n odd integers sum to n^2, so the sum is 10^2 = 100.", "100"),
     MathTask("A rectangle has perimeter 20 and one side of length 3. What is its area?",
@@ -51,15 +51,15 @@ SEED_MATH = (
 )
 
 
-def seed_tasks(task_type: TaskType) -> tuple[CodeTask, ...] | tuple[MathTask, ...]:
-    """The built-in seed tasks of one type.
+def starter_tasks(task_type: TaskType) -> tuple[CodeTask, ...] | tuple[MathTask, ...]:
+    """The built-in starter tasks of one type.
 
-    >>> len(seed_tasks(TaskType.CODE_O)) > 0
+    >>> len(starter_tasks(TaskType.CODE_O)) > 0
     True
     """
     return {
-        TaskType.CODE_O: SEED_CODE_O,
-        TaskType.CODE_I: SEED_CODE_I,
-        TaskType.CODE_F: SEED_CODE_F,
-        TaskType.MATH: SEED_MATH,
+        TaskType.CODE_O: STARTER_CODE_O,
+        TaskType.CODE_I: STARTER_CODE_I,
+        TaskType.CODE_F: STARTER_CODE_F,
+        TaskType.MATH: STARTER_MATH,
     }[task_type]
