@@ -92,6 +92,24 @@ def test_check_solutions_per_type(executor):
         check_solutions([code_o], [], executor)
 
 
+def test_math_solutions_are_graded_with_their_question(executor):
+    """A numeric truth is graded with the task's question: units, commitment, no spraying."""
+    share = MathTask("What share of 8 is 2, in percent?", "", "25")
+    millions = MathTask("Revenue of 1,577,000 dollars, in millions? Round to two decimal places.",
+                        "", "1.58")
+    cases = [
+        (share, respond("25%"), True),
+        (share, respond("0.25"), True),  # the question asks for percent: a fraction agrees
+        (share, respond("2 of 8, so 25"), True),  # the quoted input 8 is not the answer
+        (share, respond("25 or 30"), False),  # several values, no commitment
+        (share, respond("26"), False),
+        (millions, respond("1.577"), True),  # rounds to the requested two decimals
+        (millions, respond("1.6"), False),
+    ]
+    checks = check_solutions([c[0] for c in cases], [c[1] for c in cases], executor)
+    assert [check.correct for check in checks] == [c[2] for c in cases]
+
+
 def test_literal_and_math_matching():
     assert literal_equal("{'a': 1, 'b': 2}", "{'b': 2, 'a': 1}")
     assert not literal_equal("1", "1.0")  # types differ

@@ -61,3 +61,21 @@ def test_judge_rejects_replies_outside_the_schema(server, judge):
 def test_parse_judge_reply_is_strict(content):
     with pytest.raises(ValueError):
         parse_judge_reply(content)
+
+
+def test_judge_prompt_states_the_grading_rules_and_the_question(server, judge):
+    server.replies.append(json.dumps({"is_correct": True, "reasoning": "1.42% is 0.01 at 2dp"}))
+    verdict = judge.grade("The ratio is 1.42%.", "0.01",
+                          question="What is the ratio? Round to two decimal places.")
+    assert verdict.is_correct
+    prompt = server.bodies[0]["messages"][0]["content"]
+    assert "Round to two decimal places." in prompt and "0.01" in prompt and "1.42%" in prompt
+    for rule in ("(in USD millions)", "basis points", "coarser of the two precisions",
+                 "decrease of 3.2%", "refuses", "several candidate values", "1.00%"):
+        assert rule in prompt, rule
+
+
+def test_judge_without_a_question_says_so(server, judge):
+    server.replies.append(json.dumps({"is_correct": False, "reasoning": "no"}))
+    judge.grade("41", "42")
+    assert "Question: (not given)" in server.bodies[0]["messages"][0]["content"]

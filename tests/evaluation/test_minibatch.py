@@ -80,7 +80,8 @@ def test_records_follow_examples_and_grades(settings, unsteered, examples):
         assert record.question == example.question
         assert record.ground_truth == example.answer
         assert record.response_tokens == len(record.token_ids) > 0
-        verdict = grade(record.answer, example.answer, rel_tol=settings.scoring.rel_tol)
+        verdict = grade(record.answer, example.answer, question=example.question,
+                        rel_tol=settings.scoring.rel_tol)
         assert (record.is_correct, record.reasoning) == (verdict.is_correct, verdict.reasoning)
     # the tiny model was trained on this template: it answers with numbers, then stops
     assert all("answer" in r.answer.lower() for r in unsteered.records)

@@ -44,6 +44,15 @@ def test_numeric_default_grades_with_the_configured_tolerance(root):
     assert (grading.weights.shortness_weight, grading.weights.correctness_weight) == (0.4, 0.6)
 
 
+def test_numeric_grader_reads_the_question(root):
+    grading = grading_from_settings(load_settings(root, [], env={}).settings.scoring)
+    answer, gold = "Capex was about $1.6 billion.", "1577"
+    assert grading.grade(answer, gold, "What was capex (in USD millions)?").is_correct
+    assert not grading.grade(answer, gold, "What was capex?").is_correct  # no unit implied
+    assert not grading.grade("It could be 1,577 or 1,600.", gold, "Capex (in USD millions)?"
+                             ).is_correct
+
+
 def test_llm_judge_is_asked_through_the_configured_endpoint(root, judge_server, monkeypatch):
     url, seen = judge_server
     monkeypatch.delenv("CRSP_JUDGE_KEY", raising=False)

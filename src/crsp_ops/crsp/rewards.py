@@ -60,7 +60,11 @@ def solve_reward(correctness: float, length_score: float, alpha_s: float) -> flo
     """``r_solve = alpha_s·correctness + (1 − alpha_s)·length_score``.
 
     Args:
-        correctness: 1.0 if the answer is right, else 0.0 (or a partial score in [0, 1]).
+        correctness: 1.0 if the answer is right, else 0.0 (or a partial score in [0, 1]). For
+            math tasks "right" is ``tasks.answers.math_answer_correct``: normalised equality,
+            or ``evaluation.correctness.grade`` with the task's question for numeric truths
+            (committed figure, question units and precision; refusals and several
+            uncommitted values are wrong).
         length_score: ``length_reward`` of the response, in [0, 1].
         alpha_s: weight of correctness, in [0, 1].
 

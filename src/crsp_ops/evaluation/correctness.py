@@ -1,16 +1,27 @@
-"""Grade an answer against a gold answer: numeric with a relative tolerance, else text.
+r"""Grade an answer against a gold answer, as a financial analyst would; or ask an LLM judge.
 
-``grade`` is the default (no model needed). ``LLMJudge`` asks any OpenAI-compatible endpoint
-for a strict JSON verdict ``{is_correct, reasoning}`` instead; the driver picks one by config.
+``grade`` is the default (deterministic, no model needed). ``LLMJudge`` asks any
+OpenAI-compatible endpoint for a strict JSON verdict ``{is_correct, reasoning}`` under the same
+rules (``JUDGE_PROMPT``); the driver picks one by config.
 
-Numeric rules, and why:
-- the gold decides the mode: numeric when it is essentially one number (units and scale words
-  aside), else normalised text comparison;
-- percent vs fraction: "12.5%" matches 0.125 and 12.5 (answers drop the sign or convert);
-- scale: when both sides state a scale ("1.2 billion" vs "1,200 million") the scaled values
-  must match; when only one does, the unscaled number may match too ("1,577" answering
-  "$1,577 million" — financial answers often leave the unit implicit);
-- sign: a negative gold matches its magnitude when the answer speaks of a decrease.
+The rules, each a small pure module:
+- the gold decides the mode: numeric when it is essentially one number (units, scale words and
+  one stray word aside), else text (``text_match``: refusal, yes/no polarity, key phrase and
+  key numbers);
+- the question sets the conventions (``question_units``): "(in USD millions)" scales a bare
+  gold, "percentage"/"margin"/"rate" allows percent ↔ fraction, "basis points", requested
+  decimals, "decrease" in the question;
+- the committed figure is chosen (``final_answer``): ``<answer>`` tag, ``\boxed{}``, "final
+  answer", "is approximately", else the last sentence's figure; years, document/page/note
+  references, dates, counts and figures quoted from the question are skipped;
+- an answer is wrong when it refuses (``refusals``), when it has no committed figure, or when
+  it offers several distinct values without committing to one (number spraying);
+- the figure matches the gold (``numeric_match``) within ``rel_tol``, or by rounding: gold
+  rounded more coarsely than the answer, the question's requested precision, or an answer that
+  says it rounds ("about 12%", "$1.6 billion" for 1,577 million); percent ↔ fraction ↔ basis
+  points; the sign of "decrease of 3.2%" or "(1,234)".
+
+The returned reasoning says which number was taken, why, and which rule decided.
 """
 
 from __future__ import annotations
@@ -21,20 +32,28 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from crsp_ops.evaluation.answer_extraction import (
-    ParsedNumber,
-    answer_number,
-    extract_final_answer,
-    find_numbers,
-)
+from crsp_ops.evaluation.final_answer import AnswerChoice, choose_answer
+from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
+from crsp_ops.evaluation.numeric_match import match_rule, stated_changes
+from crsp_ops.evaluation.question_units import QuestionIntent, question_intent
+from crsp_ops.evaluation.text_match import grade_text, normalize_text
+
+__all__ = ["JUDGE_PROMPT", "JUDGE_SCHEMA", "Grade", "LLMJudge", "grade", "normalize_text",
+           "numeric_gold", "parse_judge_reply"]
 
 _UNIT_WORDS = frozenset(
     "usd us dollars dollar eur euro euros gbp in of approximately about around roughly "
     "thousand thousands million millions billion billions trillion trillions percent per cent "
-    "mm mn bn tn k m b".split()
+    "mm mn bn tn k m b x times bps basis points point percentage".split()
 )
-_DECREASE = re.compile(r"\b(decreas|declin|drop|fell|fall|lower|loss|reduc|down\b)", re.I)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_DECREASE = re.compile(
+    r"\b(?:decreas|declin|drop|fell|fall|lower|loss|reduc|shrank|shrink|contract|down\b|negative)",
+    re.IGNORECASE,
+)
+_APPROXIMATE = re.compile(
+    r"(?:approximately|approx\.?|about|around|roughly|nearly|almost|close\s+to|~|≈)\s*\S{0,4}$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -42,93 +61,91 @@ class Grade:
     """The verdict on one answer."""
 
     is_correct: bool
-    reasoning: str  # one or two sentences a reviewer (or the reflector) can read
+    reasoning: str  # which figure was taken, why, and the rule that decided
 
 
-def grade(answer: str, gold: str, *, rel_tol: float) -> Grade:
-    """Grade ``answer`` (possibly long, with reasoning) against ``gold``.
+def grade(answer: str, gold: str, *, question: str | None = None, rel_tol: float) -> Grade:
+    """Grade ``answer`` (possibly long, with reasoning) against ``gold`` for ``question``.
 
     Args:
         answer: the model's full response.
         gold: the reference answer.
+        question: the question asked; its units, scale, precision and direction words set the
+            conventions of a bare gold (``None``: none implied).
         rel_tol: allowed relative error for numeric answers (``|a - g| <= rel_tol * |g|``).
 
     >>> grade("Revenue fell. Final answer: $1.2 billion", "1,200 million", rel_tol=0.01).is_correct
     True
     >>> grade("The answer is 12%", "12.5%", rel_tol=0.01).is_correct
     False
+    >>> grade("In FY2019 capex was about $1.6 billion.", "1577",
+    ...       question="What was FY2019 capex (in USD millions)?", rel_tol=0.01).is_correct
+    True
+    >>> grade("It is 10%, 12% or 15%.", "12%", rel_tol=0.01).reasoning
+    "several distinct values without a commitment: '10%' with '12%', '15%'"
     """
     if rel_tol < 0:
         raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
+    intent = question_intent(question)
     gold_number = numeric_gold(gold)
     if gold_number is None:
-        return _grade_text(answer, gold)
-    number, how = answer_number(answer)
-    if number is None:
-        return Grade(False, f"gold is numeric ({gold_number.text!r}) but the answer has {how}")
-    match = _numbers_match(number, gold_number, rel_tol, decrease=bool(_DECREASE.search(answer)))
-    verdict = f"matches ({match})" if match else f"differs beyond rel_tol={rel_tol}"
-    return Grade(bool(match), f"answer {number.value:g} ({how}) vs gold {gold_number.value:g}: "
-                              f"{verdict}")
+        return Grade(*grade_text(answer, gold, intent, rel_tol=rel_tol))
+    wants_percent = gold_number.kind in ("percent", "bps") or intent.percent or intent.bps
+    choice = choose_answer(answer, intent, wants_percent=wants_percent,
+                           gold_is_year=gold_number.is_year_like)
+    return _grade_choice(choice, gold_number, intent, rel_tol)
+
+
+def _grade_choice(choice: AnswerChoice, gold: ParsedNumber, intent: QuestionIntent,
+                  rel_tol: float) -> Grade:
+    if choice.refusal:
+        return Grade(False, f"the answer refuses ({choice.refusal!r}); {choice.reason}")
+    if choice.number is None:
+        return Grade(False, f"gold is numeric ({gold.text!r}) but there is {choice.reason}")
+    if choice.rivals:
+        others = ", ".join(repr(n.text) for n in choice.rivals)
+        return Grade(False, f"several distinct values without a commitment: "
+                            f"{choice.number.text!r} with {others}")
+    number = choice.number
+    sentence = _sentence_around(choice.text, number)
+    sign_flip = (gold.raw < 0 < number.raw and bool(_DECREASE.search(sentence))) or (
+        number.raw < 0 < gold.raw and intent.asks_decrease)
+    approximate = bool(_APPROXIMATE.search(choice.text[max(0, number.start - 25):number.start]))
+    rule = match_rule(number, gold, intent, rel_tol=rel_tol, sign_flip=sign_flip,
+                      approximate=approximate)
+    if not rule and choice.change:  # "went from 45.1% to 41.9%" answers "what was the change"
+        for how, change in stated_changes(*choice.change):
+            rule = match_rule(change, gold, intent, rel_tol=rel_tol)
+            if rule:
+                rule = (f"the {how} from {choice.change[0].text!r} to {choice.change[1].text!r}"
+                        f" is {change.text}: {rule}")
+                break
+    verdict = f"matches ({rule})" if rule else f"differs from gold {gold.text!r}"
+    return Grade(bool(rule), f"{choice.reason}; {verdict}")
+
+
+def _sentence_around(text: str, number: ParsedNumber) -> str:
+    start = max(text.rfind(". ", 0, number.start), text.rfind("\n", 0, number.start), 0)
+    end = min((i for i in (text.find(". ", number.end), text.find("\n", number.end)) if i >= 0),
+              default=len(text))
+    return text[start:end]
 
 
 def numeric_gold(gold: str) -> ParsedNumber | None:
-    """Return the gold's number when the gold is essentially one number, else ``None``."""
+    """Return the gold's number when the gold is essentially one number, else ``None``.
+
+    >>> numeric_gold("$1,577 million").value, numeric_gold("Yes, 12%")
+    (1577000000.0, None)
+    """
     numbers = [n for n in find_numbers(gold) if not n.is_year_like] or find_numbers(gold)
     if len(numbers) != 1:
         return None
     rest = gold.replace(numbers[0].text, " ").lower()
     words = [w.strip(string.punctuation + "$€£¥₹") for w in rest.split()]
     leftover = [w for w in words if w and w not in _UNIT_WORDS]
+    if any(w in ("yes", "no") for w in leftover):
+        return None
     return numbers[0] if len(leftover) <= 1 else None
-
-
-def _numbers_match(
-    answer: ParsedNumber, gold: ParsedNumber, rel_tol: float, *, decrease: bool
-) -> str:
-    """Return how the numbers match ("" if they do not)."""
-    candidates = [("value", answer.value, gold.value)]
-    if answer.has_scale != gold.has_scale:
-        candidates.append(("unscaled", answer.raw, gold.raw))
-    if gold.is_percent and not answer.is_percent:
-        candidates.append(("fraction as percent", answer.value * 100, gold.value))
-    if answer.is_percent and not gold.is_percent:
-        candidates.append(("percent as fraction", answer.value / 100, gold.value))
-    for name, a, g in list(candidates):
-        if g < 0 <= a and decrease:
-            candidates.append((f"{name}, stated as a decrease", -a, g))
-    for name, a, g in candidates:
-        if _close(a, g, rel_tol):
-            return name
-    return ""
-
-
-def _close(a: float, g: float, rel_tol: float) -> bool:
-    return abs(a - g) <= rel_tol * abs(g) if g != 0 else abs(a) <= 1e-12
-
-
-def normalize_text(text: str) -> str:
-    """Lowercase, drop punctuation and articles, collapse whitespace.
-
-    >>> normalize_text("  The Apple, Inc. ")
-    'apple inc'
-    """
-    lowered = text.lower().translate(str.maketrans("", "", string.punctuation))
-    return " ".join(_ARTICLES.sub(" ", lowered).split())
-
-
-def _grade_text(answer: str, gold: str) -> Grade:
-    final, _ = extract_final_answer(answer)
-    got, want = normalize_text(final), normalize_text(gold)
-    if not want:
-        raise ValueError("gold answer is empty after normalisation")
-    if got == want:
-        return Grade(True, f"text answer {got!r} equals gold {want!r}")
-    if got.startswith(want + " "):
-        return Grade(True, f"text answer starts with gold {want!r}")
-    if len(want.split()) >= 2 and f" {want} " in f" {got} ":
-        return Grade(True, f"text answer contains the gold phrase {want!r}")
-    return Grade(False, f"text answer {got[:80]!r} does not match gold {want!r}")
 
 
 JUDGE_SCHEMA = {
@@ -142,11 +159,26 @@ JUDGE_SCHEMA = {
 }
 
 JUDGE_PROMPT = (
-    "You grade answers to financial questions. Decide whether the model's final answer agrees "
-    "with the gold answer (same value within {rel_tol:.2%} relative error after units, scale "
-    "words and formatting are normalised; same entity or yes/no for non-numeric answers). "
-    "Ignore the reasoning's style and length.\n\nQuestion: {question}\n\nGold answer: {gold}\n\n"
-    "Model answer:\n{answer}\n\nReply with JSON: {{\"is_correct\": bool, \"reasoning\": str}}."
+    "You grade answers to financial questions the way a financial analyst would. Decide "
+    "whether the model's final answer agrees with the gold answer.\n\n"
+    "Rules:\n"
+    "1. Judge the answer the model commits to (an <answer> tag, a 'final answer', the figure "
+    "it concludes with), not years, page/note/document references, counts or inputs it quotes.\n"
+    "2. Units: the question's units apply to a bare gold (\"(in USD millions)\": gold 1577 is "
+    "$1,577 million, so \"$1.6 billion\" agrees). Percent, fraction and ratio forms of the "
+    "same value agree (24% = 0.24); 100 basis points = 1 percentage point; \"2.5x\" = 2.5.\n"
+    "3. Precision: numbers agree within {rel_tol:.2%} relative error, or when they agree at the "
+    "coarser of the two precisions (gold 0.01 and answer 1.42% agree at two decimals; gold "
+    "25.5 and answer 25.46 agree), or at the precision the question asks for.\n"
+    "4. Sign: \"a decrease of 3.2%\" and \"(3.2)\" mean -3.2.\n"
+    "5. An answer that refuses or says the information is unavailable is incorrect, even if "
+    "it quotes numbers; so is one listing several candidate values without committing to "
+    "one.\n"
+    "6. Non-numeric gold: the same entity, the same yes/no and the gold's key facts and "
+    "figures.\n"
+    "Ignore the reasoning's style and length.\n\nQuestion: {question}\n\n"
+    "Gold answer: {gold}\n\nModel answer:\n{answer}\n\n"
+    "Reply with JSON: {{\"is_correct\": bool, \"reasoning\": str}}."
 )
 
 
@@ -164,10 +196,10 @@ class LLMJudge:
         self.model = model
         self.rel_tol = rel_tol
 
-    def grade(self, answer: str, gold: str, *, question: str) -> Grade:
+    def grade(self, answer: str, gold: str, *, question: str | None = None) -> Grade:
         """Ask the judge; raise ``ValueError`` if its reply is not the strict JSON verdict."""
         prompt = JUDGE_PROMPT.format(
-            rel_tol=self.rel_tol, question=question, gold=gold, answer=answer
+            rel_tol=self.rel_tol, question=question or "(not given)", gold=gold, answer=answer
         )
         response = self.client.chat.completions.create(
             model=self.model,

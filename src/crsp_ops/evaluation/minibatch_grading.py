@@ -41,14 +41,21 @@ class Grading:
 
 
 def numeric_grader(rel_tol: float) -> Grader:
-    """The default grader: final-answer extraction and numeric comparison within ``rel_tol``.
+    """The default grader: ``correctness.grade`` with the question passed through.
+
+    It takes the committed figure (``<answer>`` tag, "final answer", "is approximately", the
+    last sentence's figure; never a year, a reference or a quoted input), reads the question's
+    units and requested precision, and matches within ``rel_tol`` or by rounding; refusals and
+    several uncommitted values are wrong. Text gold: refusal, yes/no, key phrase and numbers.
 
     >>> numeric_grader(0.01)("The answer is $1,200 million.", "1.2 billion", "q").is_correct
+    True
+    >>> numeric_grader(0.01)("About $1.6 billion.", "1577", "Capex (in USD millions)?").is_correct
     True
     """
 
     def grade_numeric(answer: str, gold: str, question: str) -> Grade:
-        return grade(answer, gold, rel_tol=rel_tol)
+        return grade(answer, gold, question=question, rel_tol=rel_tol)
 
     return grade_numeric
 

@@ -5,7 +5,10 @@ Python literals (``ast.literal_eval``, which evaluates no code) with an exact-te
 code_i and code_f answers must be *run*, so this module only builds the ``ExecutionJob`` and
 judges the sandbox's ``ExecutionResult`` — execution itself happens in the sandbox.
 Math answers are compared after light LaTeX normalisation, numerically when both sides parse
-as rationals.
+as rationals; a numeric truth is also accepted through ``evaluation.correctness.grade`` with the
+task's question (units and precision the question asks for, percent ↔ fraction, the committed
+figure of a worded answer; refusals and several uncommitted values are wrong), at a tolerance
+of ``MATH_REL_TOL`` since math answers are exact.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from fractions import Fraction
 from crsp_ops.crsp.critique import extract_think
 from crsp_ops.crsp.executor import ExecutionJob, ExecutionResult, SandboxExecutor
 from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
+from crsp_ops.evaluation.correctness import grade, numeric_gold
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _CODE_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+MATH_REL_TOL = 1e-6  # math truths are exact; this only absorbs float formatting
 _LITERAL_CHARS = 100_000  # larger strings are compared as text: literal_eval can be slow
 
 
@@ -115,6 +120,20 @@ def math_answers_match(predicted: str, truth: str) -> bool:
     return left_number is not None and left_number == right_number
 
 
+def math_answer_correct(predicted: str, task: MathTask) -> bool:
+    r"""True when a math answer matches the task's truth, textually or as a graded figure.
+
+    >>> task = MathTask("What share of 8 is 2, in percent?", "", "25")
+    >>> math_answer_correct("25%", task), math_answer_correct("It is 25 or 30", task)
+    (True, False)
+    """
+    if math_answers_match(predicted, task.answer):
+        return True
+    if numeric_gold(task.answer) is None:
+        return False
+    return grade(predicted, task.answer, question=task.question, rel_tol=MATH_REL_TOL).is_correct
+
+
 def verification_job(task: CodeTask, answer: str) -> ExecutionJob | None:
     """The sandbox job that checks a code_i / code_f answer, or ``None`` if none is needed.
 
@@ -175,7 +194,7 @@ def check_solutions(tasks: Sequence[Task], responses: Sequence[str],
         if extract_think(response) is None or answer is None or not _answer_usable(task, answer):
             checks[index] = SolutionCheck(False, False, "", "missing <think> or usable <answer>")
         elif isinstance(task, MathTask):
-            checks[index] = SolutionCheck(True, math_answers_match(answer, task.answer), answer)
+            checks[index] = SolutionCheck(True, math_answer_correct(answer, task), answer)
         elif task.task_type is TaskType.CODE_O:
             checks[index] = SolutionCheck(True, literal_equal(answer, task.outputs[0]), answer)
         else:

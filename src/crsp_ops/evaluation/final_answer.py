@@ -1,0 +1,190 @@
+r"""Choose the number a response commits to, and say which one was taken and why.
+
+The committed span, strongest first: the last ``<answer>`` tag, the last ``\boxed{}``, the
+sentence after the last "final answer" / "the answer is" / "answer:", the sentence of the last
+"is approximately" / "therefore ... is" / "comes to", else the last sentence with a figure.
+Within it, years, document/page/note references, dates and counts are skipped
+(``number_roles``), figures quoted from the question yield to new ones, the question's year
+picks among figures of several years (``year_tags``), a figure after the last "=" or after
+"from ... to" wins, and a rate is preferred when the gold is a rate (an amount otherwise).
+Several distinct values offered together are spraying, not an answer (``spraying``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from crsp_ops.evaluation.number_roles import skip_reason
+from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
+from crsp_ops.evaluation.question_units import QuestionIntent
+from crsp_ops.evaluation.refusals import refusal
+from crsp_ops.evaluation.sentences import sentence_bounds, sentence_end, skip_markup
+from crsp_ops.evaluation.spraying import hedged_elsewhere, sprayed_rivals
+from crsp_ops.evaluation.year_tags import year_tag
+
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+_STRONG = re.compile(
+    r"final\s+answer\s*(?:is)?\s*[:：]?|the\s+(?:final\s+)?answer\s+(?:is|would\s+be)\s*[:：]?"
+    r"|\banswer\s*\**\s*[:：]|\bin\s+conclusion,?|\bin\s+summary,?",
+    re.IGNORECASE,
+)
+_WEAK = re.compile(
+    r"\b(?:is|was|are|were|be|of|at|to|equals?|stands?\s+at)\s+(?:approximately|approx\.?|about|"
+    r"around|roughly|nearly|~|≈)"
+    r"|\b(?:therefore|thus|hence|so|overall|consequently)\b,?[^.\n]{0,80}?\b(?:is|was|are|were|"
+    r"equals?|comes?\s+to|amounts?\s+to|totals?|totaled|totalled)\b"
+    r"|\b(?:comes?|came|amounts?|amounted)\s+to\b"
+    r"|\b(?:to\s+get|we\s+get|gives?|giving|yields?|resulting\s+in|results\s+in|"
+    r"arriv(?:e|es|ed|ing)\s+at)\b",
+    re.IGNORECASE,
+)
+_FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
+_TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
+_EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
+
+@dataclass(frozen=True)
+class AnswerChoice:
+    """The number a response commits to (or why there is none)."""
+
+    number: ParsedNumber | None  # the committed figure, None when there is none
+    reason: str  # which number was taken and why, or why none was
+    commitment: str  # how the answer committed ("<answer> tag", "last sentence", ...)
+    text: str  # the response without reasoning blocks
+    segment: str  # the committed span of ``text``
+    refusal: str = ""  # a refusal phrase standing in the answer ("" when none)
+    rivals: tuple[ParsedNumber, ...] = ()  # distinct values offered alongside (spraying)
+    # "from X to Y" holding the figure, when the question asks for a change (grade Y - X too)
+    change: tuple[ParsedNumber, ParsedNumber] | None = None
+
+
+def strip_reasoning(response: str) -> str:
+    """Drop ``<think>`` blocks (and anything before a dangling ``</think>``).
+
+    >>> strip_reasoning("<think>maybe 3</think> It is 4.")
+    'It is 4.'
+    """
+    text = response.rsplit("</think>", 1)[-1] if "</think>" in response else response
+    return _THINK.sub(" ", text).strip()
+
+
+def committed_span(text: str) -> tuple[int, int, str]:
+    """``(start, end, how)`` of the span the answer commits to; ``how`` is "" when none.
+
+    >>> text = "Inputs were 5 and 7. Final answer: 12 (5 + 7). Thanks."
+    >>> start, end, how = committed_span(text)
+    >>> text[start:end], how
+    ('12 (5 + 7)', 'final-answer marker')
+    """
+    tags = list(_TAG.finditer(text))
+    if tags:
+        return tags[-1].start(1), tags[-1].end(1), "<answer> tag"
+    boxed = list(_BOXED.finditer(text))
+    if boxed:
+        return boxed[-1].start(1), boxed[-1].end(1), r"\boxed{}"
+    strong = list(_STRONG.finditer(text))
+    if strong:
+        begin = skip_markup(text, strong[-1].end())
+        return begin, sentence_end(text, begin), "final-answer marker"
+    weak = list(_WEAK.finditer(text))
+    if weak:
+        how = f"committed by {weak[-1].group(0).strip()[:30]!r}"
+        return weak[-1].start(), sentence_end(text, weak[-1].end()), how
+    return 0, 0, ""
+
+def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool = False,
+                  gold_is_year: bool = False) -> AnswerChoice:
+    """Pick the committed figure of ``response`` and explain the choice.
+
+    Args:
+        response: the model's full response.
+        intent: what the question implies (``question_intent``).
+        wants_percent: the gold is a percentage/rate: prefer percent figures in the span.
+        gold_is_year: the gold is a year, so years are candidates.
+
+    >>> choice = choose_answer("In 2019 revenue was 1,577 per the 10-K.", QuestionIntent())
+    >>> choice.number.value
+    1577.0
+    >>> print(choice.reason)  # doctest: +NORMALIZE_WHITESPACE
+    took '1,577' (last sentence with a figure); skipped '2019' (a year),
+    '10' (a note/page/document reference)
+    """
+    text = strip_reasoning(response)
+    numbers = find_numbers(text)
+    reasons = {id(n): skip_reason(n, text, intent, gold_is_year=gold_is_year) for n in numbers}
+    candidates = [n for n in numbers if not reasons[id(n)]]
+    start, end, how = committed_span(text)
+    in_span = [n for n in candidates if start <= n.start < end]
+    if not in_span and how and how != "final-answer marker" and not how.startswith("<"):
+        how = ""  # a weak marker without a figure: fall back to the last sentence
+    if not how and candidates:
+        start, end = sentence_bounds(text, candidates[-1].start)
+        how = "last sentence with a figure"
+        in_span = [n for n in candidates if start <= n.start < end]
+    segment = text[start:end]
+    skipped = ", ".join(f"{n.text!r} ({reasons[id(n)]})" for n in numbers if reasons[id(n)])
+    skipped_note = f"; skipped {skipped}" if skipped else ""
+    if not in_span:
+        where = f"after the {how}" if how else "in the answer"
+        return AnswerChoice(None, f"no candidate figure {where}{skipped_note}", how, text, segment,
+                            refusal=refusal(segment if how else text))
+    chosen = _pick(in_span, text, intent, wants_percent)
+    rivals = sprayed_rivals(chosen, in_span, text)
+    if not rivals and how == "last sentence with a figure":
+        rivals = hedged_elsewhere(chosen, candidates, text, segment)
+    scope, offset = (segment, start) if how and not how.startswith("last") else (text, 0)
+    refused = refusal(scope, committed_at=chosen.start - offset)
+    change = next(((a, b) for a, b in _from_to_pairs(in_span, text)
+                   if chosen is a or chosen is b), None) if intent.asks_change else None
+    return AnswerChoice(chosen, f"took {chosen.text!r} ({how}){skipped_note}", how, text, segment,
+                        refusal=refused, rivals=tuple(rivals), change=change)
+
+
+def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
+          wants_percent: bool) -> ParsedNumber:
+    """The committed figure among the span's candidates (see the module docstring)."""
+    pool = [n for n in in_span if not _quoted(n, intent)] or in_span
+    pool = _of_the_asked_year(pool, text, intent)
+    after_equals = _after_last_equals(pool, text)
+    if after_equals is not None:
+        return after_equals
+    rates = [n for n in pool if n.kind in ("percent", "bps")]
+    pool = (rates if wants_percent else [n for n in pool if n not in rates]) or pool
+    pairs = _from_to_pairs(pool, text)
+    if intent.asks_change:  # "up 7.3%, from 4,512 to 4,843": the endpoints are inputs
+        ends = {id(n) for pair in pairs for n in pair}
+        return next((n for n in pool if id(n) not in ends), pool[0])
+    return pairs[0][1] if pairs and pairs[0][0] is pool[0] else pool[0]
+
+
+def _from_to_pairs(pool: list[ParsedNumber], text: str) -> list[tuple[ParsedNumber, ParsedNumber]]:
+    """Consecutive candidates written "from X to Y"."""
+    return [(a, b) for a, b in zip(pool, pool[1:], strict=False)
+            if _FROM.search(text[max(0, a.start - 20):a.start])
+            and _TO.match(text[a.end:b.start])]
+
+
+def _of_the_asked_year(pool: list[ParsedNumber], text: str,
+                       intent: QuestionIntent) -> list[ParsedNumber]:
+    """When figures are stated for different years, keep those of the question's one year."""
+    if len(intent.years) != 1:
+        return pool
+    tags = [year_tag(n, text) for n in pool]
+    asked = [n for n, tag in zip(pool, tags, strict=True) if tag == intent.years[0]]
+    other = [n for n, tag in zip(pool, tags, strict=True) if tag not in (None, intent.years[0])]
+    return asked if asked and other else pool
+
+
+def _after_last_equals(pool: list[ParsedNumber], text: str) -> ParsedNumber | None:
+    """In "a / b = c", the figure after the last "=" between candidates (not "(= a / b)")."""
+    signs = [m.start() for m in _EQUALS.finditer(text, pool[0].end, pool[-1].start)
+             if not text[:m.start()].rstrip().endswith("(")]
+    if not signs:
+        return None
+    return next((n for n in pool if n.start > signs[-1]), None)
+
+
+def _quoted(number: ParsedNumber, intent: QuestionIntent) -> bool:
+    return any(abs(number.value - q) <= 1e-9 * max(1.0, abs(q)) for q in intent.quoted)
