@@ -1,7 +1,6 @@
 """The structure holds: layers point down, no package cycle, dvc.yaml's code deps are true."""
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import yaml
 from pipelines.commands import COMMANDS
 from pipelines.dvc_deps import planned_deps
 from pipelines.import_graph import LAYERS, build_graph, layer_of, unit_cycles, upward_imports
-from tests.recipes.conftest import recipe_env
+from tests.recipes.conftest import copy_project, recipe_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,14 +31,7 @@ def test_no_package_cycle_and_no_upward_import():
 
 
 def _copy_project(root: Path, names=("src", "pipelines")) -> Path:
-    root.mkdir(parents=True)
-    for name in names:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, root / name)
-    return root
+    return copy_project(root, names)
 
 
 def test_a_planted_upward_import_is_caught(tmp_path):

@@ -13,17 +13,22 @@ PROJECT_FILES = ("Kconfig", "kconfig", "MLproject", "dvc.yaml", ".dvcignore", "s
 @pytest.fixture
 def project_copy(tmp_path) -> Path:
     """A fresh git + DVC project holding this repository's recipes and sources."""
-    root = tmp_path / "project"
-    root.mkdir()
-    for name in PROJECT_FILES:
+    root = copy_project(tmp_path / "project", PROJECT_FILES)
+    env = recipe_env(root)
+    for command in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        subprocess.run(command, cwd=root, env=env, check=True)
+    return root
+
+
+def copy_project(root: Path, names) -> Path:
+    """Copy the named files and folders of this repository into a new ``root``."""
+    root.mkdir(parents=True)
+    for name in names:
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, root / name)
-    env = recipe_env(root)
-    for command in (["git", "init", "-q"], ["dvc", "init", "-q"]):
-        subprocess.run(command, cwd=root, env=env, check=True)
     return root
 
 
