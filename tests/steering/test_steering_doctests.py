@@ -13,6 +13,9 @@ MODULES = [
     "crsp_ops.steering.bias",
     "crsp_ops.steering.deltas",
     "crsp_ops.steering.request_fields",
+    "crsp_ops.steering.vllm_runner",
+    "crsp_ops.inference.response_fields",
+    "crsp_ops.openai_client",
 ]
 
 
