@@ -51,6 +51,13 @@ $(ENGINE_VENVS)/%/.installed: pyproject.toml
 	test -x $(ENGINE_VENVS)/$*/bin/python || python3 -m venv $(ENGINE_VENVS)/$*
 	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
 	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet -e '.[$*,dev]'
+	# A torch extension built for another torch build than the one installed (e.g. a CPU torch
+	# that the machine's pip configuration prefers) fails to load and breaks the engine's
+	# imports; the conformance tests use none of them, so such a one is removed.
+	for ext in torchvision torchaudio torchcodec; do \
+	  $(ENGINE_VENVS)/$*/bin/python -c "import $$ext" >/dev/null 2>&1 || \
+	    $(ENGINE_VENVS)/$*/bin/python -m pip uninstall --quiet --yes $$ext; \
+	done
 	touch $@
 
 lint: setup  ## ruff
