@@ -1,14 +1,18 @@
-"""`crsp-ops evolve` with nothing but OPENAI_BASE_URL set reaches that reflector server."""
+"""`crsp-ops evolve` and `mlflow run . -e evolve` with nothing but OPENAI_BASE_URL set reach
+that reflector server."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import pytest
-from evolve_testkit import make_project
+from evolve_testkit import REPO, make_project
 
 from crsp_ops.cli import main
 from tests.fakes import ScriptedJSONServer, chat_completion
+from tests.recipes.conftest import recipe_env
 
 
 def propose_from_schema(body: dict, count: int):
@@ -40,3 +44,20 @@ def test_openai_base_url_alone_selects_and_reaches_the_reflector(tmp_path, evolv
     history = json.loads((root / "outputs" / "evolution" / "history.json").read_text())
     assert [row["proposal_failed"] for row in history] == [False, False]
     assert history[1]["deltas"]["0"] == -0.5  # iteration 1 evaluated the reflector's deltas
+
+
+@pytest.mark.slow  # ~1-2 min: `mlflow run` starts a fresh process for the whole job
+@pytest.mark.server
+def test_mlflow_run_evolve_reaches_openai_base_url(tmp_path, evolve_inputs):
+    root = make_project(tmp_path / "proj", evolve_inputs)
+    shutil.copy(REPO / "MLproject", root / "MLproject")
+    with ScriptedJSONServer(propose_from_schema) as server:
+        env = {**recipe_env(root), "OPENAI_BASE_URL": server.base_url}
+        done = subprocess.run(
+            ["mlflow", "run", ".", "-e", "evolve", "--env-manager", "local",
+             "--experiment-name", "crsp-evolve", "-P", "iterations=2", "-P", "minibatch_size=2",
+             "-P", "generation.max_new_tokens=8"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(server.bodies) == 2 and server.paths == ["/v1/chat/completions"] * 2
+    assert server.headers[0]["authorization"] == "Bearer EMPTY"
