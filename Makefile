@@ -11,7 +11,7 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup demo test test-all lint menuconfig defconfig sync bench ui clean-outputs help
+.PHONY: setup demo test test-all test-engines lint menuconfig defconfig sync bench ui clean-outputs help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -34,6 +34,31 @@ test: setup  ## the test suite (fast; no network, no GPU)
 
 test-all: setup  ## the test suite including slow tests
 	$(PY) -m pytest -m "not gpu"
+
+# One venv per engine (their torch builds differ from the project's CPU one and from each
+# other): the pinned extra plus the project, then the conformance tests in tests/engines/.
+ENGINES ?= vllm sglang
+ENGINE_VENVS ?= .venv-engines
+
+test-engines:  ## install each pinned engine in .venv-engines/<engine> (GBs; CPU is enough) and run tests/engines
+	@set -e; for engine in $(ENGINES); do \
+	  $(MAKE) --no-print-directory $(ENGINE_VENVS)/$$engine/.installed; \
+	  CRSP_ENGINE_TESTS=$$engine $(ENGINE_VENVS)/$$engine/bin/python -m pytest -m engines \
+	    -p no:cacheprovider tests/engines/test_$${engine}_*.py; \
+	done
+
+$(ENGINE_VENVS)/%/.installed: pyproject.toml
+	test -x $(ENGINE_VENVS)/$*/bin/python || python3 -m venv $(ENGINE_VENVS)/$*
+	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet -e '.[$*,dev]'
+	# A torch extension built for another torch build than the one installed (e.g. a CPU torch
+	# that the machine's pip configuration prefers) fails to load and breaks the engine's
+	# imports; the conformance tests use none of them, so such a one is removed.
+	for ext in torchvision torchaudio torchcodec; do \
+	  $(ENGINE_VENVS)/$*/bin/python -c "import $$ext" >/dev/null 2>&1 || \
+	    $(ENGINE_VENVS)/$*/bin/python -m pip uninstall --quiet --yes $$ext; \
+	done
+	touch $@
 
 lint: setup  ## ruff
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -5,6 +5,7 @@ Runs on the embedded defaults (tiny model, offline proposer) on a CPU in minutes
     crsp-ops evolve
     crsp-ops evolve --set evolve.iterations=3 --set evolve.minibatch_size=4
     crsp-ops evolve --set reflector.base_url=https://api.openai.com/v1   # the LLM reflector
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 crsp-ops evolve            # the same, from the env
     crsp-ops evolve --resume outputs/evolution                          # after Ctrl+C
     mlflow run . -e evolve --env-manager local
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from crsp_ops.openai_client import effective_base_url
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
 from pipelines.entry import stage_main
 
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
         print(f"crsp-ops {JOB}: {error}", file=sys.stderr)
         return 2
     kind = resolve_proposer_kind(settings.evolve.proposer,
-                                 reflector_base_url=settings.reflector.base_url)
+                                 reflector_base_url=effective_base_url(settings.reflector.base_url))
     uri = tracking_uri(resolved) if settings.tracking.enabled else None
     tags = {"proposer": kind, "crsp.out_dir": str(out)}
     if paths.resume:

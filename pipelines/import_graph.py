@@ -17,7 +17,8 @@ from pathlib import Path
 # The declared layers, lowest first. A package may import its own layer (without a cycle) and
 # any layer below, never one above. Keep in sync with the README's "Architecture" picture.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("crsp_ops.atomic_io", "crsp_ops.errors", "crsp_ops.paths", "crsp_ops.interrupts"),
+    ("crsp_ops.atomic_io", "crsp_ops.errors", "crsp_ops.paths", "crsp_ops.interrupts",
+     "crsp_ops.openai_client"),
     ("crsp_ops.config",),
     ("crsp_ops.data", "crsp_ops.tracking", "crsp_ops.steering", "crsp_ops.evaluation"),
     ("crsp_ops.models",),

@@ -87,3 +87,10 @@ def _build_tiny_model(out_dir: Path) -> Path:
         show_progress=False,
     )
     return report.model_dir
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hermetic OpenAI clients: a developer's OPENAI_BASE_URL / OPENAI_API_KEY never leak in."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -19,8 +19,8 @@ class ScriptedJSONServer:
     """A JSON-over-HTTP server on 127.0.0.1 for tests of clients of paid or external APIs.
 
     Each POST is answered by ``script(body, count) -> (status, payload, delay_s)``, where
-    ``count`` is the number of requests received so far, this one included. Request bodies and
-    paths are recorded in order. Use it as a context manager.
+    ``count`` is the number of requests received so far, this one included. Request bodies,
+    paths and headers (names lower-cased) are recorded in order. Use it as a context manager.
     """
 
     def __init__(self, script):
@@ -30,6 +30,7 @@ class ScriptedJSONServer:
         self.script = script
         self.bodies: list[dict] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
         outer = self
 
@@ -42,6 +43,7 @@ class ScriptedJSONServer:
                 with outer.lock:
                     outer.bodies.append(body)
                     outer.paths.append(self.path)
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     count = len(outer.bodies)
                 status, payload, delay = outer.script(body, count)
                 time.sleep(delay)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from crsp_ops.crsp.generation import ServerGeneration, policy_server_argv
+from crsp_ops.crsp.generation import ServerGeneration, policy_server_launch
 from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.server_manager import free_port
 from crsp_ops.inference.transformers_backend import TransformersBackend
@@ -53,18 +53,22 @@ def test_server_generation_serves_the_policy_and_follows_its_updates(
         served.close()
 
 
-def test_policy_server_argv_defaults_to_the_local_server_and_names_the_model(small_settings):
+def test_policy_server_launch_defaults_to_the_local_server_and_names_the_model(small_settings):
     settings = small_settings("generation.backend=openai_server",
                               "generation.base_url=http://127.0.0.1:8123/v1")
-    argv = policy_server_argv(settings.generation, model_dir="/w/step-000001",
-                              base_url="http://127.0.0.1:8124/v1",
-                              server_args=("--logprobs-mode", "processed_logprobs"))
+    argv, _ = policy_server_launch(settings.generation, model_dir="/w/step-000001",
+                                   base_url="http://127.0.0.1:8124/v1",
+                                   server_args=("--logprobs-mode", "processed_logprobs"))
     assert argv[1:3] == ("-m", "crsp_ops.inference.local_server")
     assert argv[argv.index("--port") + 1] == "8124"
     assert argv[argv.index("--model") + 1] == "/w/step-000001"
     assert argv[-4:] == ("--logprobs-mode", "processed_logprobs", "--served-model-name",
                          "crsp-policy")
-    vllm = small_settings("generation.server_command=vllm serve {model_dir} --port {port}")
-    argv = policy_server_argv(vllm.generation, model_dir="/m", base_url="http://h:9/v1",
-                              server_args=())
-    assert argv == ("vllm", "serve", "/m", "--port", "9", "--served-model-name", "crsp-policy")
+    vllm = small_settings("generation.server_command=vllm serve {model_dir} --port {port} "
+                          "--logits-processors {vllm_processor}", "generation.vllm_runner=v2")
+    argv, env = policy_server_launch(vllm.generation, model_dir="/m", base_url="http://h:9/v1",
+                                     server_args=())
+    assert argv[:5] == ("vllm", "serve", "/m", "--port", "9")
+    assert argv[-2:] == ("--served-model-name", "crsp-policy")
+    assert "ClusterBiasVLLMV2Processor" in argv[6]
+    assert env["VLLM_USE_V2_MODEL_RUNNER"] == "1"

@@ -162,7 +162,11 @@ def test_reflector_retries_until_valid(tmp_path, monkeypatch):
 
 
 def test_missing_api_key_is_a_clear_error(monkeypatch):
+    """The OpenAI API needs a key; a local server gets the dummy one (it ignores keys)."""
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    with pytest.raises(ValueError, match=r"\$NO_SUCH_KEY_VAR"):
-        make_openai_client(base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR",
+    with pytest.raises(ValueError, match=r"\$NO_SUCH_KEY_VAR and \$OPENAI_API_KEY are not set"):
+        make_openai_client(base_url="https://api.openai.com/v1", api_key_env="NO_SUCH_KEY_VAR",
                            timeout_s=1.0)
+    local = make_openai_client(base_url="http://127.0.0.1:9/v1", api_key_env="NO_SUCH_KEY_VAR",
+                               timeout_s=1.0)
+    assert local.api_key == "EMPTY" and str(local.base_url) == "http://127.0.0.1:9/v1/"

@@ -253,12 +253,13 @@ def test_zero_tokens_is_an_error(ctx):
         ctx.response_tokens_from_choice({"token_ids": [], "logprobs": None})
 
 
-def test_logprob_count_must_match_token_ids(ctx, tokenizer, mixed_ids):
+@pytest.mark.parametrize("field", ["token_ids", "response_token_ids"])
+def test_logprob_count_must_match_token_ids(ctx, tokenizer, mixed_ids, field):
     choice = choice_for(tokenizer, mixed_ids)
-    choice["token_ids"] = choice["token_ids"][:-1]
-    with pytest.raises(ValueError, match="token_ids but .* logprobs"):
+    choice[field] = choice.pop("token_ids")[:-1]  # vLLM's or SGLang 0.5.23's spelling
+    with pytest.raises(ValueError, match="token ids but .* logprobs"):
         ctx.logprobs_from_choice(choice)
-    counts = f"{len(mixed_ids) - 1} token_ids but {len(mixed_ids)} logprobs"
+    counts = f"{len(mixed_ids) - 1} token ids but {len(mixed_ids)} logprobs"
     with pytest.raises(ValueError, match=counts):  # create_rollout_from_choice checks it too
         ctx.create_rollout_from_choice(PROMPT, choice, "math", "ex1", 1.0,
                                        server_prompt_token_ids=ctx.tokenize_prompt(PROMPT))

@@ -52,9 +52,16 @@ def test_chat_returns_ids_logprobs_and_usage(steering_server, inprocess_backend)
     assert status == 200, body
     [choice] = body["choices"]
     [reference] = inprocess_backend.generate([USER], SamplingParams(12, 0.0, 1.0))
-    assert choice["token_ids"] == list(reference.token_ids)
+    # return_prompt_token_ids is SGLang's: ids come back spelled as SGLang 0.5.23 does.
+    assert choice["response_token_ids"] == list(reference.token_ids)
     prompt_ids = list(reference.prompt_token_ids)
-    assert body["prompt_token_ids"] == choice["prompt_token_ids"] == prompt_ids
+    assert choice["prompt_token_ids"] == prompt_ids
+    assert "token_ids" not in choice and "prompt_token_ids" not in body
+    status, body = post(steering_server, greedy_body(return_token_ids=True))  # vLLM's spelling
+    assert body["choices"][0]["token_ids"] == list(reference.token_ids)
+    assert body["prompt_token_ids"] == prompt_ids
+    assert "prompt_token_ids" not in body["choices"][0]
+    [choice] = post(steering_server, greedy_body(logprobs=True, top_logprobs=3))[1]["choices"]
     assert choice["message"]["content"] == reference.text
     assert body["usage"] == {"prompt_tokens": reference.prompt_tokens,
                              "completion_tokens": reference.response_tokens,
@@ -117,10 +124,11 @@ def test_both_steering_field_styles_steer_the_same_way(steering_server, n_cluste
         status, body = post(steering_server, greedy_body(return_token_ids=True,
                                                          **steering_request_fields(engine, deltas)))
         assert status == 200, body
-        outputs.append(body["choices"][0]["token_ids"])
+        [choice] = body["choices"]
+        outputs.append(choice["response_token_ids" if engine == "sglang" else "token_ids"])
     assert outputs[0] == outputs[1] != plain["choices"][0]["token_ids"]
     assert int(token_clusters[outputs[0][0]]) != banned
     # SGLang ignores custom_params without the processor string; so does this server.
     status, body = post(steering_server, greedy_body(return_token_ids=True,
                                                      custom_params={"steer_deltas": deltas}))
-    assert body["choices"][0]["token_ids"] == plain["choices"][0]["token_ids"]
+    assert body["choices"][0]["response_token_ids"] == plain["choices"][0]["token_ids"]

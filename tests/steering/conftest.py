@@ -36,9 +36,11 @@ def minilm_tokenizer():
     return AutoTokenizer.from_pretrained(str(packaged_minilm_path()))
 
 
-# --- Faithful stand-ins for the engine base classes (neither engine installs on this machine).
+# --- Stand-ins for the engine base classes, for the fast suite (the engines themselves are
+# GBs: `make test-engines` runs the same adapters against vllm 0.32.0 and sglang 0.5.23).
 # Copied in behaviour from sglang python/sglang/srt/sampling/custom_logit_processor.py (classmethod
-# to_str since 065927d; instance to_str at 3205326) and vllm/v1/sample/logits_processor/interface.py.
+# to_str since 065927d and in 0.5.23; instance to_str at 3205326) and
+# vllm/v1/sample/logits_processor/interface.py.
 
 SGLANG_STUB = '''
 import json
@@ -176,3 +178,58 @@ def steering_table(tmp_path, monkeypatch):
     np.save(path, table)
     monkeypatch.setenv(TOKEN_CLUSTERS_ENV, str(path))
     return table.astype(np.int64), 5
+
+
+# Model Runner V2's interface as installed with vllm 0.32.0 (and 0.31.0):
+# vllm/v1/worker/gpu/sample/logits_processor/interface.py, and the subclass check its loader
+# (loader.py, _load_v2_logitsprocs_by_fqcns) applies to every class it is given.
+VLLM_V2_STUB = '''
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LogitsContext:
+    expanded_idx_mapping: object
+    idx_mapping: object
+    idx_mapping_np: object
+    expanded_local_pos: object = None
+    input_ids: object = None
+    pos: object = None
+    seq_lens_upper_bound_np: object = None
+
+
+class LogitsProcessor(ABC):
+    def __init__(self, vllm_config, req_states):
+        pass
+
+    @classmethod
+    def validate_params(cls, sampling_params):
+        pass
+
+    def add_request(self, req_idx, sampling_params):
+        return True
+
+    def apply_staged_writes(self):
+        pass
+
+    @abstractmethod
+    def apply(self, logits, ctx):
+        raise NotImplementedError
+
+
+def load_v2_class(cls):
+    if not issubclass(cls, LogitsProcessor):
+        raise ValueError(
+            f"{cls.__name__} is not a subclass of "
+            "vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor"
+        )
+    return cls
+'''
+
+
+@pytest.fixture
+def vllm_v2_stub():
+    yield from _stubbed_engine(
+        "vllm.v1.worker.gpu.sample.logits_processor", VLLM_V2_STUB, "crsp_ops.steering.vllm_v2"
+    )

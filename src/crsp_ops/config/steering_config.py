@@ -92,6 +92,7 @@ class GenerationSettings:
 
     backend: str  # "transformers" | "openai_server"
     engine: str  # "vllm" | "sglang" | "openai": which steering request fields a server takes
+    vllm_runner: str  # "auto" | "v1" | "v2": vLLM model runner of a started server
     base_url: str  # OpenAI API root (with /v1)
     served_model: str  # model name sent with requests ("" = the model directory path)
     api_key_env: str  # env var holding the server key ("" = dummy key)

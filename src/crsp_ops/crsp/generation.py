@@ -20,8 +20,9 @@ from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.open_backend import client_settings, server_manager
 from crsp_ops.inference.openai_backend import OpenAIServerBackend
-from crsp_ops.inference.server_launch import server_argv, with_port_offset
+from crsp_ops.inference.server_launch import server_launch, with_port_offset
 from crsp_ops.inference.transformers_backend import TransformersBackend
+from crsp_ops.steering.vllm_runner import installed_vllm_version
 
 logger = logging.getLogger(__name__)
 
@@ -70,21 +71,25 @@ class InProcessGeneration(PolicyGeneration):
         """Keep the shared model alive (``TransformersBackend.close`` would drop it)."""
 
 
-def policy_server_argv(generation: GenerationSettings, *, model_dir: Path, base_url: str,
-                       server_args: tuple[str, ...]) -> tuple[str, ...]:
-    """The policy server's argv: ``generation.server_command`` (or the project's local server).
+def policy_server_launch(generation: GenerationSettings, *, model_dir: Path, base_url: str,
+                         server_args: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The policy server's argv and environment.
 
-    Placeholders are filled as for every managed server (``server_launch.server_argv``); the
-    engine's launch flags for rollout log-probs and a fixed served model name are added unless
-    the command sets them.
+    ``generation.server_command`` (or the project's local server when it is empty), launched
+    as every managed server is (``server_launch``: placeholders, ``NAME=value`` words, the vLLM
+    runner); the engine's launch flags for rollout log-probs and a fixed served model name are
+    added unless the command sets them.
     """
-    argv = list(server_argv(generation.server_command or LOCAL_SERVER_COMMAND,
-                            model_dir=model_dir, base_url=base_url, token_clusters=None))
+    argv, env = server_launch(generation, model_dir=model_dir, token_clusters=None,
+                              vllm_version=installed_vllm_version(),
+                              command=generation.server_command or LOCAL_SERVER_COMMAND,
+                              base_url=base_url)
+    argv = list(argv)
     if server_args and server_args[0] not in argv:
         argv += list(server_args)
     if "--served-model-name" not in argv:
         argv += ["--served-model-name", SERVED_MODEL_NAME]
-    return tuple(argv)
+    return tuple(argv), env
 
 
 class ServerGeneration(PolicyGeneration):
@@ -121,11 +126,11 @@ class ServerGeneration(PolicyGeneration):
         model_dir = self.weights_root / f"step-{step:06d}"
         model.save_pretrained(model_dir)
         self.tokenizer.save_pretrained(model_dir)
-        command = policy_server_argv(self.generation, model_dir=model_dir,
-                                     base_url=self.base_url,
-                                     server_args=self.settings.request_options().server_args)
-        self.manager = server_manager(self.generation, base_url=self.base_url,
-                                      command=command).start()
+        command, env = policy_server_launch(
+            self.generation, model_dir=model_dir, base_url=self.base_url,
+            server_args=self.settings.request_options().server_args)
+        self.manager = server_manager(self.generation, base_url=self.base_url, command=command,
+                                      env=env or None).start()
         self.backend = OpenAIServerBackend(self.settings, server=self.manager,
                                            tokenizer=self.tokenizer)
         for old in self.weights_root.glob("step-*"):

@@ -7,12 +7,12 @@ the same way.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from crsp_ops.evaluation.correctness import Grade, LLMJudge, grade
+from crsp_ops.openai_client import make_openai_client, resolve_endpoint
 
 Grader = Callable[[str, str, str], Grade]
 """``(answer, gold, question) -> Grade``."""
@@ -76,10 +76,11 @@ def grading_from_settings(scoring: Any, *, judge_client: Any | None = None) -> G
         scoring: ``settings.scoring``.
         judge_client: an ``openai.OpenAI`` client for the judge (tests, custom transport);
             default: one built from ``judge_base_url``, ``judge_api_key_env`` and
-            ``judge_timeout_s``.
+            ``judge_timeout_s``, falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``
+            (``crsp_ops.openai_client``).
 
     Raises:
-        ValueError: an unknown method, or a judge whose API key variable is unset.
+        ValueError: an unknown method, or a judge on the OpenAI API without a key.
     """
     weights = ScoreWeights(
         shortness_scale=scoring.shortness_scale,
@@ -98,18 +99,9 @@ def grading_from_settings(scoring: Any, *, judge_client: Any | None = None) -> G
 
 
 def _judge_client(scoring: Any) -> Any:
-    import openai
-
-    key = os.environ.get(scoring.judge_api_key_env) if scoring.judge_api_key_env else None
-    if not key:
-        if not scoring.judge_base_url:  # the OpenAI API itself needs a real key
-            raise ValueError(
-                f"scoring.correctness=llm_judge: environment variable "
-                f"{scoring.judge_api_key_env or '(none)'} holds no API key; export it, or set "
-                "scoring.judge_base_url to a local OpenAI-compatible server"
-            )
-        key = "EMPTY"  # local servers ignore the key; the client requires one
-    return openai.OpenAI(
-        base_url=scoring.judge_base_url or None, api_key=key, timeout=scoring.judge_timeout_s,
-        max_retries=2,
+    endpoint = resolve_endpoint(
+        base_url=scoring.judge_base_url, api_key_env=scoring.judge_api_key_env,
+        role="LLM judge", url_option="scoring.judge_base_url",
+        key_option="scoring.judge_api_key_env",
     )
+    return make_openai_client(endpoint, timeout_s=scoring.judge_timeout_s, max_retries=2)

@@ -38,6 +38,8 @@ class Proposer(ABC):
 def resolve_proposer_kind(configured: str, *, reflector_base_url: str) -> str:
     """Turn ``auto`` into a concrete proposer and say so in the log.
 
+    ``reflector_base_url`` is the effective one: the configured value, else ``$OPENAI_BASE_URL``.
+
     >>> resolve_proposer_kind("auto", reflector_base_url="")
     'offline'
     >>> resolve_proposer_kind("auto", reflector_base_url="http://127.0.0.1:8000/v1")
@@ -47,7 +49,7 @@ def resolve_proposer_kind(configured: str, *, reflector_base_url: str) -> str:
         raise ValueError(f"unknown proposer {configured!r}")
     if configured == "reflector" and not reflector_base_url.strip():
         raise ValueError(
-            "evolve.proposer=reflector needs reflector.base_url "
+            "evolve.proposer=reflector needs reflector.base_url or $OPENAI_BASE_URL "
             "(e.g. https://api.openai.com/v1 or an OpenAI-compatible server)"
         )
     if configured != "auto":
@@ -57,6 +59,6 @@ def resolve_proposer_kind(configured: str, *, reflector_base_url: str) -> str:
         return "reflector"
     logger.warning(
         "proposer: offline (evolve.proposer=auto and no reflector endpoint is configured; "
-        "set reflector.base_url to use an LLM reflector)"
+        "set reflector.base_url or $OPENAI_BASE_URL to use an LLM reflector)"
     )
     return "offline"

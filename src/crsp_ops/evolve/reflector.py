@@ -7,16 +7,17 @@ errors and invalid replies alike, records every attempt, and never adopts invali
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from crsp_ops import openai_client
 from crsp_ops.evolve.evolving_summary import SummaryEntry, append_entry, render_summary
 from crsp_ops.evolve.iteration import Evidence, Exchange, Proposal
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.reflector_prompt import build_messages
 from crsp_ops.evolve.reflector_schema import parse_reply, response_format
+from crsp_ops.openai_client import resolve_endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -24,20 +25,19 @@ MAX_BACKOFF_S = 30.0
 
 
 def make_openai_client(*, base_url: str, api_key_env: str, timeout_s: float) -> Any:
-    """An ``openai.OpenAI`` client with an explicit timeout and no automatic retries.
+    """The reflector's ``openai.OpenAI`` client: explicit timeout, no automatic retries.
+
+    ``base_url`` and ``api_key_env`` win when set; else ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_KEY`` apply, as in the OpenAI SDK (see ``crsp_ops.openai_client``).
 
     Raises:
-        ValueError: the variable named by ``api_key_env`` is not set.
+        ValueError: the endpoint is the OpenAI API and no variable holds a key.
     """
-    from openai import OpenAI
-
-    api_key = os.environ.get(api_key_env)
-    if not api_key:
-        raise ValueError(
-            f"the reflector's API key variable ${api_key_env} is not set (reflector.api_key_env);"
-            " export it (any non-empty value for a local server that ignores keys)"
-        )
-    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+    endpoint = resolve_endpoint(
+        base_url=base_url, api_key_env=api_key_env, role="reflector",
+        url_option="reflector.base_url", key_option="reflector.api_key_env",
+    )
+    return openai_client.make_openai_client(endpoint, timeout_s=timeout_s, max_retries=0)
 
 
 class ReflectorProposer(Proposer):

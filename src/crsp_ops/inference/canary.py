@@ -37,9 +37,11 @@ ENGINE_HINTS = {
         "disable speculative decoding (the EAGLE-v2 verify path skips custom processors)"
     ),
     "vllm": (
-        "start vLLM with --logits-processors naming the crsp_ops processor (or install its "
-        "entry point), set VLLM_USE_V2_MODEL_RUNNER explicitly to the runner the processor "
-        "targets, point the server at the token-cluster table, and disable speculative decoding"
+        "start vLLM with --logits-processors naming the crsp_ops processor of its runner "
+        "(crsp_ops.steering.vllm_v2:ClusterBiasVLLMV2Processor with VLLM_USE_V2_MODEL_RUNNER=1, "
+        "crsp_ops.steering.vllm:ClusterBiasVLLMProcessor with VLLM_USE_V2_MODEL_RUNNER=0; the "
+        "{vllm_processor} placeholder picks it), point the server at the token-cluster table "
+        "(CRSP_STEER_TOKEN_CLUSTERS), and check the server log for ignored vllm_xargs"
     ),
     "local": (
         "start `python -m crsp_ops.inference.local_server` with --token-clusters PATH"

@@ -8,8 +8,9 @@ environments call :meth:`InferenceContext.tokenize_prompt` and
 
 Response token ids come, in order of preference, from:
 
-1. the engine's own ids on the choice (vLLM ``return_token_ids``, SGLang ``return_token_ids``;
-   as an attribute, in the SDK object's ``model_extra``, or as a dict key);
+1. the engine's own ids on the choice, under whichever name the engine uses (vLLM
+   ``token_ids``, SGLang ``response_token_ids``: the table in ``response_fields``); as an
+   attribute, in the SDK object's ``model_extra``, or as a dict key;
 2. ``logprobs.content[].token``: vLLM's ``token_id:N`` form, else the vocabulary piece
    (``Ġhello``, ``▁hello``, ``<0xE2>``) through ``convert_tokens_to_ids``, else the token's
    ``bytes`` (or its text as UTF-8) mapped back to a piece.
@@ -50,6 +51,11 @@ from crsp_ops.inference.hf_token_pieces import (
     detect_piece_style,
     piece_to_bytes,
 )
+from crsp_ops.inference.response_fields import (
+    engine_prompt_ids,
+    engine_response_ids,
+    field_value,
+)
 from crsp_ops.inference.rollouts import Rollout
 
 logger = logging.getLogger(__name__)
@@ -68,15 +74,7 @@ class PromptAlignmentError(ValueError):
 
 def choice_field(obj: Any, name: str) -> Any:
     """Read ``name`` from a dict, an SDK object, or an SDK object's ``model_extra``; else None."""
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(name)
-    value = getattr(obj, name, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None) or {}
-        value = extra.get(name)
-    return value
+    return field_value(obj, name)
 
 
 class InferenceContext:
@@ -165,10 +163,10 @@ class InferenceContext:
             ValueError: no token ids and no logprobs, an unknown token, or zero tokens; the
                 message says which request field fixes it.
         """
-        engine_ids = choice_field(choice, "token_ids")
+        engine_ids = engine_response_ids(choice)
         if engine_ids is not None:
             if len(engine_ids) == 0:
-                raise ValueError("choice has zero response tokens (token_ids is empty)")
+                raise ValueError("choice has zero response tokens (its token ids are empty)")
             self._counts["engine_token_ids"] += 1
             return np.asarray([int(i) for i in engine_ids], dtype=np.int32)
         content = self._logprob_content(choice)
@@ -184,10 +182,10 @@ class InferenceContext:
         logprobs = np.asarray(
             [float(choice_field(item, "logprob")) for item in content], dtype=np.float32
         )
-        engine_ids = choice_field(choice, "token_ids")
+        engine_ids = engine_response_ids(choice)
         if engine_ids is not None and len(engine_ids) != len(logprobs):
             raise ValueError(
-                f"choice has {len(engine_ids)} token_ids but {len(logprobs)} logprobs; "
+                f"choice has {len(engine_ids)} token ids but {len(logprobs)} logprobs; "
                 "streamed or truncated responses cannot be trained on"
             )
         return logprobs
@@ -284,7 +282,7 @@ class InferenceContext:
         where = f"{env_name}/{env_example_id}"
         prompt_tokens = self.tokenize_prompt(prompt)
         if server_prompt_token_ids is None:
-            server_prompt_token_ids = choice_field(choice, "prompt_token_ids")
+            server_prompt_token_ids = engine_prompt_ids(choice)
         if server_prompt_token_ids is None:
             self._counts["prompt_alignment_unchecked"] += 1
         else:

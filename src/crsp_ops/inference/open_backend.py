@@ -8,7 +8,8 @@
   processor;
 - ``generation.backend = openai_server``: an ``OpenAIServerBackend`` talking to
   ``generation.base_url``. With ``generation.server_command`` set, a ``ServerManager`` starts
-  that command in its own process group (exporting ``CRSP_STEER_TOKEN_CLUSTERS``), waits for
+  that command in its own process group (exporting ``CRSP_STEER_TOKEN_CLUSTERS``, and for vLLM
+  ``VLLM_USE_V2_MODEL_RUNNER`` for the runner ``generation.vllm_runner`` picks), waits for
   health, restarts it if it dies mid-run, and stops it when the context exits. When steering
   is expected (a clusters directory was given) and ``generation.canary`` is on, the canary runs
   once before the backend is handed out and fails loudly if the server ignores the deltas.
@@ -43,14 +44,15 @@ from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerS
 from crsp_ops.inference.server_launch import (
     api_key,
     served_model_name,
-    server_argv,
+    server_launch,
     server_root,
     table_path,
 )
 from crsp_ops.inference.server_manager import ServerConfig, ServerManager
 from crsp_ops.inference.transformers_backend import TransformersBackend
 from crsp_ops.models.model_ref import resolve_model_dir
-from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV, load_table_and_count
+from crsp_ops.steering.table import load_table_and_count
+from crsp_ops.steering.vllm_runner import installed_vllm_version
 
 logger = logging.getLogger(__name__)
 
@@ -183,14 +185,14 @@ def _server_manager(
     table = None if clusters_dir is None else str(table_path(clusters_dir))
     if not generation.server_command and generation.engine not in STEERING_ENGINES:
         return None
-    command = None
+    command, env = None, None
     if generation.server_command:
-        command = server_argv(
-            generation.server_command, model_dir=model_dir, base_url=generation.base_url,
-            token_clusters=table,
+        command, env = server_launch(
+            generation, model_dir=model_dir, token_clusters=table,
+            vllm_version=installed_vllm_version(),
         )
     return server_manager(generation, base_url=generation.base_url, command=command,
-                          env={TOKEN_CLUSTERS_ENV: table} if table else None)
+                          env=env or None)
 
 
 def server_manager(
@@ -214,7 +216,7 @@ def server_manager(
             startup_timeout_s=generation.startup_timeout_s,
             max_restarts=generation.server_max_restarts,
             log_path=generation.server_log or None,
-            env=env,
+            env=env or None,
         )
     )
 

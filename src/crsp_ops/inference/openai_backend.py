@@ -13,9 +13,10 @@ Why it looks the way it does (ENGINES.md, implications 7–10):
   Deltas sent to an engine that cannot steer raise ``ValueError``: never a silent no-op.
 - The fields that make an engine return token ids and logprobs come from
   :func:`crsp_ops.inference.request_options.rollout_request_options`, as does what the returned
-  logprobs mean. Token ids come from the engine (``token_ids`` / ``prompt_token_ids``) when it
-  returns them; otherwise response ids are recovered from the logprob tokens (``token_id:N``
-  form, or through :class:`~crsp_ops.inference.context.InferenceContext` with a tokenizer).
+  logprobs mean. Token ids come from the engine (``token_ids`` or ``response_token_ids``, and
+  ``prompt_token_ids``: ``response_fields`` has the table) when it returns them; otherwise
+  response ids are recovered from the logprob tokens (``token_id:N`` form, or through
+  :class:`~crsp_ops.inference.context.InferenceContext` with a tokenizer).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from crsp_ops.inference.request_options import (
     RolloutRequestOptions,
     rollout_request_options,
 )
+from crsp_ops.inference.response_fields import engine_prompt_ids, engine_response_ids
 from crsp_ops.inference.server_manager import ServerManager
 from crsp_ops.steering.request_fields import steering_request_fields
 
@@ -162,10 +164,10 @@ def parse_token_id(token: str) -> int:
 
 
 def response_token_ids(choice: Any, tokenizer: Any | None) -> list[int]:
-    """Response ids: the engine's ``token_ids``, else the logprob tokens mapped back to ids."""
-    engine_ids = _extra(choice, "token_ids")
+    """Response ids: the engine's own (either spelling), else the logprob tokens as ids."""
+    engine_ids = engine_response_ids(choice)
     if engine_ids is not None:
-        return [int(t) for t in engine_ids]
+        return engine_ids
     content = choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
     if tokenizer is None or all(item.token.startswith(TOKEN_ID_PREFIX) for item in content):
         return [parse_token_id(item.token) for item in content]
@@ -173,14 +175,6 @@ def response_token_ids(choice: Any, tokenizer: Any | None) -> list[int]:
     # byte-level round trip the InferenceContext implements.
 
     return [int(t) for t in InferenceContext(tokenizer).response_tokens_from_choice(choice)]
-
-
-def _extra(obj: Any, name: str) -> Any:
-    """A non-standard response field (vLLM/SGLang extensions), or None."""
-    value = getattr(obj, name, None)
-    if value is None and getattr(obj, "model_extra", None):
-        value = obj.model_extra.get(name)
-    return value
 
 
 def completion_from_response(
@@ -201,7 +195,7 @@ def completion_from_response(
     choice = response.choices[0]
     content = choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
     token_ids = response_token_ids(choice, tokenizer)
-    prompt_ids = _extra(response, "prompt_token_ids") or _extra(choice, "prompt_token_ids") or ()
+    prompt_ids = engine_prompt_ids(choice, response) or ()
     logprobs = tuple(float(item.logprob) for item in content) if semantics != "none" else ()
     if semantics != "none" and len(logprobs) != len(token_ids):
         raise ValueError(

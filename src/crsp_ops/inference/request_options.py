@@ -18,8 +18,9 @@ Which distribution the returned logprobs come from (``LogprobSemantics``), by de
   was sampled from); no token ids, so tokens are recovered from ``logprobs.content[].token``
   and ``bytes`` and the prompt alignment cannot be checked.
 
-Sources: shared/ENGINES.md §1 (SGLang logprobs, chat extensions), §2 (vLLM logprobs options,
-``--logprobs-mode``), §5 (OpenAI client ``extra_body`` and ``model_extra``).
+Sources: docs/engines.md (field names checked on vLLM 0.32.0 and SGLang 0.5.23; where each
+engine puts the ids is read by ``response_fields``), and the shared ENGINES notes §1 (SGLang
+logprobs), §2 (vLLM logprobs options, ``--logprobs-mode``), §5 (OpenAI ``extra_body``).
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ def rollout_request_options(
             engine="sglang",
             standard_fields=logprobs_only,
             extra_body=MappingProxyType({
-                "return_token_ids": True,  # choices[i].token_ids (non-streaming only)
+                # choices[i].response_token_ids (SGLang 0.5.23; token_ids in older releases),
+                # non-streaming only
+                "return_token_ids": True,
                 "return_prompt_token_ids": True,  # choices[i].prompt_token_ids
             }),
             logprob_semantics="processed",

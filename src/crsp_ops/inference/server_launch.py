@@ -12,12 +12,20 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.steering.table import TABLE_FILE
+from crsp_ops.steering.table import TABLE_FILE, TOKEN_CLUSTERS_ENV
+from crsp_ops.steering.vllm_runner import (
+    PROCESSOR_CLASSES,
+    check_runner_combination,
+    resolve_runner,
+    runner_env,
+    split_env_assignments,
+)
 
-PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python")
+PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python", "vllm_processor")
 
 
 def server_root(base_url: str) -> str:
@@ -56,19 +64,28 @@ def with_port_offset(base_url: str, offset: int) -> str:
 
 
 def server_argv(
-    command: str, *, model_dir: str | os.PathLike, base_url: str, token_clusters: str | None
+    command: str,
+    *,
+    model_dir: str | os.PathLike,
+    base_url: str,
+    token_clusters: str | None,
+    vllm_processor: str | None = None,
 ) -> tuple[str, ...]:
     """Split ``generation.server_command`` and fill its placeholders.
 
     Args:
         command: a command line with ``{model_dir}``, ``{port}``, ``{host}``,
-            ``{token_clusters}`` and ``{python}`` placeholders (literal braces doubled).
+            ``{token_clusters}``, ``{python}`` and ``{vllm_processor}`` placeholders (literal
+            braces doubled).
         model_dir: the model directory.
         base_url: ``generation.base_url``; gives ``{host}`` and ``{port}``.
         token_clusters: path of ``token_clusters.npy`` (``None`` when not steering).
+        vllm_processor: the crsp_ops processor class for the vLLM runner in use (``None``
+            when the engine is not vLLM).
 
     Raises:
-        ConfigError: an unknown placeholder, or ``{token_clusters}`` without a table.
+        ConfigError: an unknown placeholder, ``{token_clusters}`` without a table, or
+            ``{vllm_processor}`` for another engine.
 
     >>> server_argv("{python} -m srv --model '{model_dir}' --port {port}",
     ...             model_dir="/m x", base_url="http://127.0.0.1:9/v1", token_clusters=None)[1:]
@@ -78,6 +95,7 @@ def server_argv(
     values: Mapping[str, str] = {
         "model_dir": str(model_dir), "port": str(port), "host": host, "python": sys.executable,
         "token_clusters": "" if token_clusters is None else str(token_clusters),
+        "vllm_processor": vllm_processor or "",
     }
     argv = []
     for arg in shlex.split(command):
@@ -93,9 +111,57 @@ def server_argv(
                 "generation.server_command uses {token_clusters} but no clusters directory was "
                 "given (steering is off)"
             )
+        if "{vllm_processor}" in arg and vllm_processor is None:
+            raise ConfigError(
+                "generation.server_command uses {vllm_processor}, which only a vLLM server "
+                "loads: set generation.engine=vllm, or name the processor yourself"
+            )
     if not argv:
         raise ConfigError("generation.server_command is blank; use '' for a running server")
     return tuple(argv)
+
+
+def server_launch(
+    generation: Any, *, model_dir: str | os.PathLike, token_clusters: str | None,
+    vllm_version: str | None, command: str | None = None, base_url: str | None = None,
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The argv and extra environment of ``generation.server_command``.
+
+    Leading ``NAME=value`` words become environment variables (the command runs without a
+    shell). The token table travels as ``CRSP_STEER_TOKEN_CLUSTERS``; for vLLM the runner is
+    set explicitly (``VLLM_USE_V2_MODEL_RUNNER``) and ``{vllm_processor}`` names the class
+    that loads under it (see ``vllm_runner``).
+
+    Args:
+        generation: the ``generation`` settings (``server_command``, ``engine``,
+            ``vllm_runner``, ``base_url``).
+        model_dir: the model directory.
+        token_clusters: path of ``token_clusters.npy`` (``None`` when not steering).
+        vllm_version: vLLM's version where the server runs (``None``: unknown).
+        command: the command line instead of ``generation.server_command`` (the trainer's
+            policy server falls back to the project's local server).
+        base_url: the URL instead of ``generation.base_url`` (one server per process rank).
+
+    Raises:
+        ConfigError: a bad command, or a runner/processor combination vLLM rejects.
+    """
+    runner = None
+    if generation.engine == "vllm":
+        runner = resolve_runner(generation.vllm_runner, vllm_version)
+    command = generation.server_command if command is None else command
+    command_env, argv = split_env_assignments(shlex.split(command))
+    argv = server_argv(
+        shlex.join(argv), model_dir=model_dir, base_url=base_url or generation.base_url,
+        token_clusters=token_clusters,
+        vllm_processor=PROCESSOR_CLASSES[runner] if runner else None,
+    )
+    env = dict(command_env)
+    if token_clusters is not None:
+        env[TOKEN_CLUSTERS_ENV] = str(token_clusters)
+    if runner is not None:
+        check_runner_combination(runner, argv, command_env)
+        env.update(runner_env(runner))
+    return argv, env
 
 
 def api_key(env_name: str) -> str:

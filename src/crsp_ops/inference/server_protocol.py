@@ -1,10 +1,15 @@
 """Pure request parsing and response shaping for the local OpenAI-compatible server.
 
 No I/O here: :mod:`crsp_ops.inference.local_server` feeds parsed JSON in and writes the
-returned dicts out. Behaviour follows vLLM where the engines differ: unknown fields are
-ignored, token ids come back as ``choices[i].token_ids`` plus top-level ``prompt_token_ids``
-(``return_token_ids``), and SGLang's choice-level ``prompt_token_ids``
-(``return_prompt_token_ids``) is honoured too.
+returned dicts out. Behaviour follows vLLM where the engines differ (unknown fields are
+ignored), and token ids come back spelled as the engine the request speaks would spell them
+(checked against vLLM 0.32.0's and SGLang 0.5.23's response models):
+
+- a request with SGLang-only fields (``return_prompt_token_ids``, ``custom_logit_processor``,
+  ``custom_params``) gets SGLang's spelling: ``choices[i].response_token_ids`` (with
+  ``return_token_ids``) and ``choices[i].prompt_token_ids`` (with either flag);
+- any other request gets vLLM's: ``choices[i].token_ids`` and top-level ``prompt_token_ids``
+  (with ``return_token_ids``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ KNOWN_FIELDS = frozenset({
     SGLANG_PROCESSOR_FIELD,
 })
 """Fields the server acts on; anything else is ignored (and logged), as vLLM does."""
+SGLANG_ONLY_FIELDS = ("return_prompt_token_ids", SGLANG_STEERING_FIELD, SGLANG_PROCESSOR_FIELD)
 
 
 class BadRequestError(ValueError):
@@ -55,6 +61,7 @@ class ChatRequest:
     return_prompt_token_ids: bool  # SGLang: choice-level prompt_token_ids
     tokens_as_token_ids: bool  # vLLM: logprob tokens as "token_id:N"
     deltas: tuple[float, ...] | None  # steering deltas from vllm_xargs or custom_params
+    sglang_style: bool = False  # the request speaks SGLang: answer with its field names
 
 
 def error_body(message: str, status: int, param: str | None = None) -> dict[str, Any]:
@@ -199,6 +206,7 @@ def parse_chat_request(body: Any, served_model: str, default_max_tokens: int) ->
         return_prompt_token_ids=_flag(body, "return_prompt_token_ids"),
         tokens_as_token_ids=_flag(body, "return_tokens_as_token_ids"),
         deltas=parse_deltas(body),
+        sglang_style=any(key in body for key in SGLANG_ONLY_FIELDS),
     )
 
 
@@ -243,10 +251,13 @@ def chat_response(
         "logprobs": choice.get("logprobs") if request.logprobs else None,
         "finish_reason": choice["finish_reason"],
     }
-    if request.return_token_ids:
+    if request.sglang_style:  # SGLang 0.5.23: both lists on the choice
+        if request.return_prompt_token_ids or request.return_token_ids:
+            shaped["prompt_token_ids"] = list(prompt_token_ids)
+        if request.return_token_ids:
+            shaped["response_token_ids"] = token_ids
+    elif request.return_token_ids:  # vLLM: response ids on the choice, prompt ids on top
         shaped["token_ids"] = token_ids
-    if request.return_prompt_token_ids:
-        shaped["prompt_token_ids"] = list(prompt_token_ids)
     body: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -259,6 +270,6 @@ def chat_response(
             "total_tokens": len(prompt_token_ids) + len(token_ids),
         },
     }
-    if request.return_token_ids:
+    if request.return_token_ids and not request.sglang_style:
         body["prompt_token_ids"] = list(prompt_token_ids)
     return body

@@ -1,8 +1,10 @@
 r"""vLLM adapter: cluster steering as a V1-interface logits processor, deltas per request.
 
 Targets the **V1 (legacy) model runner's** interface,
-``vllm.v1.sample.logits_processor.LogitsProcessor``. Model Runner V2 rejects V1-interface
-processors, so launch with ``VLLM_USE_V2_MODEL_RUNNER=0`` set explicitly::
+``vllm.v1.sample.logits_processor.LogitsProcessor``. Model Runner V2 (the default on GPU hosts
+since vLLM 0.31) rejects V1-interface processors: its class is in ``crsp_ops.steering.vllm_v2``,
+and ``vllm_runner`` picks between them. Launch this one with ``VLLM_USE_V2_MODEL_RUNNER=0``
+set explicitly::
 
     VLLM_USE_V2_MODEL_RUNNER=0 CRSP_STEER_TOKEN_CLUSTERS=outputs/clusters/token_clusters.npy \
         vllm serve MODEL --logits-processors crsp_ops.steering.vllm:ClusterBiasVLLMProcessor
