@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "config": "crsp_ops.pipelines.config_cmd",
     "limo": "crsp_ops.pipelines.limo",
     "financebench": "crsp_ops.pipelines.financebench",
+    "convert-model": "crsp_ops.pipelines.convert_model",
     "base-model": "crsp_ops.pipelines.base_model",
     "clusters": "crsp_ops.pipelines.clusters",
     "deltas": "crsp_ops.pipelines.deltas",
