@@ -72,15 +72,16 @@ def run(args: argparse.Namespace) -> int:
 
 def load_model(model_dir: Path):
     """Load an HF causal LM and its tokenizer from a local directory (never the hub)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from crsp_ops.models.model_ref import resolve_model_dir
+    from crsp_ops.models.model_ref import load_tokenizer, resolve_model_dir
 
-    model_dir = resolve_model_dir(model_dir)
-    if not (Path(model_dir) / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json); "
+    resolved_dir = resolve_model_dir(model_dir)
+    if not (Path(resolved_dir) / "config.json").is_file():
+        raise FileNotFoundError(f"{resolved_dir} is not an HF model directory (no config.json); "
                                 "run `crsp-ops base-model` or pass --model")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    tokenizer = load_tokenizer(model_dir)  # where model_ref.json points
+    model_dir = resolved_dir
     model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
     return model, tokenizer
 

@@ -91,19 +91,21 @@ def open_backend(
             healthy (the message carries its log tail).
         crsp_ops.inference.canary.SteeringCanaryError: the server does not apply the deltas.
     """
-    from crsp_ops.models.model_ref import resolve_model_dir
+    from crsp_ops.models.model_ref import resolve_model_dir, resolve_tokenizer_dir
 
+    tokenizer_dir = resolve_tokenizer_dir(model_dir)  # where model_ref.json points
     model_dir = resolve_model_dir(model_dir)
     table, n_clusters = _load_table(clusters_dir)
     if settings.generation.backend == "transformers":
-        backend = _transformers_backend(settings, model_dir, table, n_clusters)
+        backend = _transformers_backend(settings, model_dir, table, n_clusters, tokenizer_dir)
         try:
             yield backend
         finally:
             backend.close()
         return
     with ExitStack() as stack:
-        yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack)
+        yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack,
+                              tokenizer_dir)
 
 
 def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
@@ -115,7 +117,8 @@ def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None
 
 
 def _transformers_backend(
-    settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None
+    settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None,
+    tokenizer_dir: str | os.PathLike | None = None,
 ) -> GenerationBackend:
     from crsp_ops.inference.transformers_backend import TransformersBackend
 
@@ -126,7 +129,8 @@ def _transformers_backend(
     )
     return TransformersBackend.from_pretrained(
         model_dir, device=settings.model.device, dtype=generation.dtype,
-        token_clusters=table, n_clusters=n_clusters, batch_size=generation.batch_size,
+        tokenizer_dir=tokenizer_dir, token_clusters=table, n_clusters=n_clusters,
+        batch_size=generation.batch_size,
     )
 
 
@@ -137,6 +141,7 @@ def _server_backend(
     table: Any,
     n_clusters: int | None,
     stack: ExitStack,
+    tokenizer_dir: str | os.PathLike | None = None,
 ) -> GenerationBackend:
     """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
     from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
@@ -163,7 +168,7 @@ def _server_backend(
             n_clusters=n_clusters,
         ),
         server=server,
-        tokenizer=_local_tokenizer(model_dir),
+        tokenizer=_local_tokenizer(tokenizer_dir or model_dir),
     )
     stack.callback(backend.close)  # LIFO: the client closes before the server stops
     logger.info(
