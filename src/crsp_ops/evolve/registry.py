@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crsp_ops.evolve.comparison_keys import RANKING_KEYS, same_basis
+from crsp_ops.models.comparison_keys import RANKING_KEYS, same_basis
 from crsp_ops.models.fingerprint import slug
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from crsp_ops.evolve.comparison_keys import MODEL_KEY, comparison_tags
 from crsp_ops.evolve.heldout import evaluate_heldout, heldout_examples
 from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
@@ -35,6 +34,7 @@ from crsp_ops.evolve.store import (
     SUMMARY,
     EvolutionStore,
 )
+from crsp_ops.models.comparison_keys import MODEL_KEY, comparison_tags
 from crsp_ops.models.model_ref import load_tokenizer
 from crsp_ops.tracking import Tracker
 
