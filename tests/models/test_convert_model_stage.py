@@ -64,6 +64,7 @@ def test_smollm2_defconfig_selects_the_profile(tmp_path):
     (root / ".config").write_text((REPO / "configs" / "smollm2").read_text())
     settings = load_settings(root, []).settings
     assert settings.model.source == "smollm2"
+    assert settings.train.micro_batch_size == 2
     assert load_settings(root, ["model.source=tiny"]).settings.model.source == "tiny"
 
 
