@@ -6,7 +6,7 @@ import pytest
 MODULES = ["rewards", "alpha_schedule", "critique", "advantages", "trrpg", "algorithms",
            "executor.ast_guard", "tasks.answers", "tasks.prompts", "tasks.seeds",
            "task_buffer", "episode", "generation", "policy_update", "seeding", "limo_tasks",
-           "heldout"]
+           "heldout", "token_logprobs"]
 
 
 @pytest.mark.parametrize("name", MODULES)
