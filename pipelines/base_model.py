@@ -3,6 +3,7 @@
     crsp-ops base-model                                     # train the tiny model (~1 min, CPU)
     crsp-ops base-model --set model.tiny_train_steps=100    # a quicker, weaker one
     crsp-ops base-model --set model.source=/models/Qwen2.5-0.5B-Instruct   # validate + record
+    crsp-ops base-model --set model.source=smollm2    # record models/converted (convert-model)
 
 The tiny model (a byte-level BPE tokenizer with a chat template, and a small Llama) is trained
 on a synthetic chat corpus built from the LIMO rows and the FinanceBench pool, where answers
@@ -16,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from crsp_ops.paths import BASE_MODEL_DIR, FINANCEBENCH_DIR, LIMO_DIR
+from crsp_ops.paths import BASE_MODEL_DIR, CONVERTED_MODEL_DIR, FINANCEBENCH_DIR, LIMO_DIR
 from pipelines.entry import stage_main
 
 HELP = "train the tiny base model (or validate an HF model dir) -> models/base/"
@@ -28,11 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--financebench", type=Path, default=FINANCEBENCH_DIR, help="FinanceBench stage output"
     )
+    parser.add_argument("--converted", type=Path, default=CONVERTED_MODEL_DIR,
+                        help="convert-model stage output (packaged GGUF profiles)")
     parser.add_argument("--out", type=Path, default=BASE_MODEL_DIR, help="output directory")
 
 
 def run(args: argparse.Namespace) -> int:
     """Train (or validate) the base model and record it, with its MLflow run."""
+    from crsp_ops.models.gguf_convert import PACKAGED_MODELS
     from crsp_ops.tracking import start_run
     from pipelines.stage_io import record_run, settings_from
 
@@ -41,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     with start_run("base-model", resolved, run_name=f"base-model-{model.source}") as tracker:
         if model.source == "tiny":
             summary = _train_tiny(args, resolved.settings, tracker)
+        elif model.source in PACKAGED_MODELS:
+            summary = _record_converted(args, resolved.root / args.converted, model.source)
         else:
             summary = _record_existing(args, model.source)
         tracker.log_dict(summary, "base_model/summary.json")
@@ -113,17 +119,55 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
 
 
 def _record_existing(args: argparse.Namespace, source: str) -> dict:
+    from crsp_ops.models.fingerprint import tokenizer_sha256, weights_sha256
     from crsp_ops.models.hf_model_dir import validate_hf_model_dir
     from crsp_ops.models.model_ref import write_model_ref
 
     info = validate_hf_model_dir(source)
     summary = {
         "model_dir": str(info.path),
+        "name": info.path.name,
         "model_type": info.model_type,
         "vocab_size": info.vocab_size,
         "eos_token_ids": list(info.eos_token_ids),
+        "weights_sha256": weights_sha256(info.path),
+        "tokenizer_sha256": tokenizer_sha256(info.path),
     }
     write_model_ref(args.out, info.path, summary)
+    return summary
+
+
+def _record_converted(args: argparse.Namespace, converted: Path, profile: str) -> dict:
+    """Point at the converted profile model (relative: the project stays portable)."""
+    import json
+
+    from crsp_ops.models.fingerprint import tokenizer_sha256
+    from crsp_ops.models.gguf_convert import CONVERSION_FILE
+    from crsp_ops.models.hf_model_dir import validate_hf_model_dir
+    from crsp_ops.models.model_ref import write_model_ref
+
+    manifest_path = converted / CONVERSION_FILE
+    if not manifest_path.is_file():
+        raise FileNotFoundError(
+            f"model.source={profile}: {manifest_path} is missing; run `crsp-ops convert-model` "
+            "(or `dvc repro convert_model`) first"
+        )
+    manifest = json.loads(manifest_path.read_text())
+    if manifest.get("profile") != profile:
+        raise ValueError(f"{converted} holds profile {manifest.get('profile')!r}, not {profile!r}: "
+                         "run `crsp-ops convert-model` again")
+    info = validate_hf_model_dir(converted)
+    summary = {
+        "model_dir": str(converted),
+        "name": profile,
+        "model_type": info.model_type,
+        "vocab_size": info.vocab_size,
+        "eos_token_ids": list(info.eos_token_ids),
+        "weights_sha256": manifest["gguf_sha256"],  # the converted weights are a function of it
+        "tokenizer_sha256": tokenizer_sha256(info.path),
+        "license": manifest.get("license", ""),
+    }
+    write_model_ref(args.out, info.path, summary, relative=True)
     return summary
 
 

@@ -53,14 +53,14 @@ def cluster_vocabulary(model_dir: str | os.PathLike, clusters, *, progress: bool
         crsp_ops.steering.embedder.EmbeddingDeviceError: CUDA asked for and missing or out of
             memory (never a silent fallback).
     """
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import GenerationConfig
 
-    from crsp_ops.models.model_ref import resolve_model_dir
+    from crsp_ops.models.model_ref import load_tokenizer, resolve_model_dir
     from crsp_ops.steering.clusters import build_token_clusters
     from crsp_ops.steering.embedder import load_sentence_embedder
 
+    tokenizer = load_tokenizer(model_dir)  # where model_ref.json points
     model_dir = resolve_model_dir(model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     generation_eos = None
     if (Path(model_dir) / "generation_config.json").is_file():
         generation_eos = GenerationConfig.from_pretrained(model_dir).eos_token_id

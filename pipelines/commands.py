@@ -15,5 +15,6 @@ COMMANDS: dict[str, str] = {
     "train": "pipelines.train",
     "serve": "pipelines.serve",
     "migrate": "pipelines.migrate",
+    "convert-model": "pipelines.convert_model",
     "dvc-deps": "pipelines.dvc_deps",
 }

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.checkpointing import latest_checkpoint
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
@@ -56,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     model, tokenizer = load_causal_lm(checkpoint or root / args.model)
     train_tasks, heldout_tasks = limo_math_tasks(settings, root / args.limo)
     tags = {"crsp.algorithm": settings.train.algorithm_name,
-            "crsp.resumed_from": str(checkpoint or "")}
+            "crsp.resumed_from": str(checkpoint or ""),
+            # the base model it starts from (not a resumed checkpoint) and its held-out tasks
+            **comparison_tags(root / args.model, heldout_rows=heldout_tasks)}
     tracking = (start_run("train", resolved, tags=tags) if accelerator.is_main_process
                 else nullcontext(NullTracker()))
     with tracking as tracker:

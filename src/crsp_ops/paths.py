@@ -11,6 +11,7 @@ from pathlib import Path
 
 LIMO_DIR = Path("data/limo")
 FINANCEBENCH_DIR = Path("data/financebench")
+CONVERTED_MODEL_DIR = Path("models/converted")
 BASE_MODEL_DIR = Path("models/base")
 SEEDED_MODEL_DIR = Path("models/seeded")
 CRSP_MODEL_DIR = Path("models/crsp")

@@ -57,6 +57,10 @@ def test_train_cli_logs_every_step_to_mlflow(project, tiny_model_dir):
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED"
     assert run.data.params["train.steps"] == str(STEPS)
+    from crsp_ops.models.fingerprint import model_fingerprint
+
+    assert run.data.tags["base_model.id"] == model_fingerprint(tiny_model_dir).model_id
+    assert len(run.data.tags["heldout.sha256"]) == 64
     for key in ("loss", "kl", "alpha_s", "alpha_c", "reward/solve/mean", "reward/solve/std",
                 "reward/propose/mean", "reward/critique/mean", "ratio_mean", "ratio_max",
                 "clip_fraction", "response_length/solve", "solve_rate/code_o",

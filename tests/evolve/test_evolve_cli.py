@@ -48,5 +48,11 @@ def test_evolve_offline_writes_outputs_and_tracks_run(project):
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"evolution_lengths.png", "deltas_best.json", "processor_best.py",
             "history.json"} <= artifacts
-    version = client.get_model_version_by_alias("crsp-steering-processor", "champion")
+    # tagged with what it is comparable on; registered under its base model's own name
+    model_id = run.data.tags["base_model.id"]
+    assert model_id.startswith("llama-") and len(run.data.tags["heldout.sha256"]) == 64
+    assert len(run.data.tags["clusters.table_sha256"]) == 64
+    assert len(run.data.tags["base_model.tokenizer_sha256"]) == 64
+    version = client.get_model_version_by_alias(f"crsp-steering-processor-{model_id}", "champion")
     assert version.run_id == run.info.run_id
+    assert version.tags["base_model.id"] == model_id

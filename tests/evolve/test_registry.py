@@ -38,6 +38,7 @@ def test_champion_moves_only_on_better_heldout_composite(tmp_path, monkeypatch):
             client, tracking_uri=uri, run_id=run_id, name="proc", alias="champion",
             deltas_path=deltas_path, table_path=tmp_path / "token_clusters.npy",
             processor_path=processor, heldout_composite=score, tags={"proposer": "offline"},
+            comparison={"base_model.id": "tiny-abc", "heldout.sha256": "h"},
         )
         assert client.get_run(run_id).info.status == "RUNNING"  # the tracker ends it, not us
         versions.append(registration)
@@ -50,3 +51,34 @@ def test_champion_moves_only_on_better_heldout_composite(tmp_path, monkeypatch):
     model = mlflow.pyfunc.load_model("models:/proc@champion")
     assert model.predict([0, 1, 2, 3, 4]) == [0.5, 0.0, -3.0, -3.0, 0.0]
     assert mlflow.active_run() is None
+
+
+def test_champion_never_moves_across_models_or_heldout_sets(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri, registry_uri=uri)
+    experiment = client.create_experiment("e", artifact_location=(tmp_path / "art").as_uri())
+    table = np.array([0, 1, 2], dtype=np.int64)
+    np.save(tmp_path / "token_clusters.npy", table)
+
+    def register(score, model, heldout):
+        run_id = client.create_run(experiment).info.run_id
+        deltas_path = save_deltas(tmp_path / run_id / "d.json", {"0": 0.0, "1": 0.0, "2": 0.0})
+        processor = write_processor(tmp_path / run_id / "p.py", table, [0.0] * 3, n_clusters=3)
+        return register_processor(
+            client, tracking_uri=uri, run_id=run_id, name="proc", alias="champion",
+            deltas_path=deltas_path, table_path=tmp_path / "token_clusters.npy",
+            processor_path=processor, heldout_composite=score, tags={},
+            comparison={"base_model.id": model, "heldout.sha256": heldout},
+        )
+
+    first = register(0.30, "tiny-aaa", "h1")
+    other_model = register(0.90, "smollm2-bbb", "h1")  # far better, but another model
+    other_heldout = register(0.90, "tiny-aaa", "h2")  # same model, another held-out set
+    better = register(0.31, "tiny-aaa", "h1")
+    assert first.alias_moved and better.alias_moved
+    assert not other_model.alias_moved and "base_model.id" in other_model.reason
+    assert not other_heldout.alias_moved and "heldout.sha256" in other_heldout.reason
+    assert str(client.get_model_version_by_alias("proc", "champion").version) == better.version

@@ -53,9 +53,11 @@ def test_dvc_repro_twice_second_run_is_up_to_date(project_copy):
     configure(project_copy, SMALL)
     first = run(project_copy, "dvc", "repro", "base_model")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    for stage in ("limo", "financebench", "base_model"):
+    for stage in ("limo", "financebench", "convert_model", "base_model"):
         assert f"Running stage '{stage}'" in first.stdout
     assert (project_copy / "models/base/config.json").is_file()
+    # the default profile converts nothing and needs no wheel
+    assert (project_copy / "models/converted/skipped.json").is_file()
     record = json.loads((project_copy / "models/base.mlflow_run.json").read_text())
     client = MlflowClient(f"sqlite:///{project_copy / 'mlflow.db'}")
     base_run = client.get_run(record["run_id"])

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from crsp_ops.crsp.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
+from crsp_ops.crsp.token_logprobs import gathered_logprobs
 from crsp_ops.inference.rollouts import TrainingBatch
 
 
@@ -52,9 +53,9 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     Position 0 has no prediction and gets 0 (it is a prompt token, masked out anyway).
     """
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, T, V)
-    logits = logits[:, :-1].float() / temperature  # (B, T-1, V): predicts positions 1..T-1
-    chosen = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:, None])  # (B, T-1, 1)
-    return F.pad(chosen.squeeze(-1), (1, 0))  # (B, T)
+    # predictions for positions 1..T-1, without a full-vocabulary float32 copy
+    chosen = gathered_logprobs(logits[:, :-1], input_ids[:, 1:], temperature=temperature)
+    return F.pad(chosen, (1, 0))  # (B, T)
 
 
 def _micro_slices(size: int, micro: int) -> list[slice]:

@@ -21,6 +21,7 @@ import torch
 
 from crsp_ops.crsp.tasks import solve_messages
 from crsp_ops.crsp.tasks.task_types import MathTask
+from crsp_ops.crsp.token_logprobs import gathered_logprobs
 from crsp_ops.data.examples import LimoExample
 from crsp_ops.inference.context import InferenceContext
 
@@ -103,8 +104,7 @@ def seeding_loss(logits: torch.Tensor, input_ids: torch.Tensor, segments: torch.
     """
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # (B, T-1, V)
-    token_logp = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)  # (B, T-1)
+    token_logp = gathered_logprobs(logits[:, :-1], input_ids[:, 1:])  # (B, T-1)
     target = segments[:, 1:]  # (B, T-1): segment of each predicted token
     solution, answer = (target == SOLUTION).float(), (target == ANSWER).float()
     weights = solution + alpha * answer  # (B, T-1)

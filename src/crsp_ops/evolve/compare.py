@@ -1,7 +1,9 @@
 """Compare evolution runs from MLflow: one row per run, a table and a plot.
 
 Reads only what the runs logged (tags, latest metric values, start/end times), so it works on
-any tracking URI and on runs of every proposer in the same experiment.
+any tracking URI and on runs of every proposer in the same experiment. Runs are grouped by
+base model and held-out set (the ``base_model.id`` and ``heldout.sha256`` tags) and ranked only
+within a group: a held-out composite of one model says nothing about another's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class RunRow:
     heldout_best_composite: float
     reflector_tokens: float
     wall_time_s: float
+    base_model: str  # base_model.id tag ("?" for runs logged before it existed)
+    heldout_set: str  # first 12 hex of the heldout.sha256 tag ("?" when absent)
 
 
 COLUMNS = (
@@ -53,6 +57,8 @@ def row_from_run(run: Any) -> RunRow:
         heldout_best_composite=metrics.get("heldout_best_composite_score", nan),
         reflector_tokens=metrics.get("reflector_tokens_cumulative", 0.0),
         wall_time_s=wall,
+        base_model=tags.get("base_model.id", "?"),
+        heldout_set=tags.get("heldout.sha256", "?")[:12],
     )
 
 
@@ -75,16 +81,42 @@ def _cell(value: Any, width: int) -> str:
     return text[:width].ljust(width)
 
 
-def format_table(rows: Sequence[RunRow]) -> str:
-    """A fixed-width text table (best held-out composite first)."""
-    header = " ".join(name.ljust(width) for name, width in COLUMNS)
-    lines = [header, "-" * len(header)]
+def group_rows(rows: Sequence[RunRow]) -> dict[tuple[str, str], list[RunRow]]:
+    """Rows by (base model, held-out set), each group best held-out composite first.
+
+    Groups keep the order in which their first row appears; a NaN score sorts last.
+    """
+    groups: dict[tuple[str, str], list[RunRow]] = {}
     for row in rows:
-        values = (row.run_id, row.run_name, row.status, row.proposer, row.iterations,
-                  row.best_minibatch_composite, row.heldout_initial_composite,
-                  row.heldout_best_composite, row.reflector_tokens, row.wall_time_s)
-        lines.append(" ".join(_cell(v, w) for v, (_, w) in zip(values, COLUMNS, strict=True)))
-    return "\n".join(lines)
+        groups.setdefault((row.base_model, row.heldout_set), []).append(row)
+    for members in groups.values():
+        members.sort(key=_rank_key)
+    return groups
+
+
+def _rank_key(row: RunRow) -> tuple[bool, float]:
+    score = row.heldout_best_composite
+    return (math.isnan(score), 0.0 if math.isnan(score) else -score)
+
+
+def format_table(rows: Sequence[RunRow]) -> str:
+    """Fixed-width tables, one per (base model, held-out set), each ranked on its own."""
+    header = " ".join(name.ljust(width) for name, width in COLUMNS)
+    groups = group_rows(rows)
+    lines = []
+    for (model, heldout), members in groups.items():
+        lines += [f"base model {model}, held-out set {heldout}: {len(members)} run(s)",
+                  header, "-" * len(header)]
+        for row in members:
+            values = (row.run_id, row.run_name, row.status, row.proposer, row.iterations,
+                      row.best_minibatch_composite, row.heldout_initial_composite,
+                      row.heldout_best_composite, row.reflector_tokens, row.wall_time_s)
+            lines.append(" ".join(_cell(v, w) for v, (_, w) in zip(values, COLUMNS, strict=True)))
+        lines.append("")
+    if len(groups) > 1:
+        lines.append(f"{len(groups)} groups of different base models or held-out sets: "
+                     "ranked within each group only, never across groups")
+    return "\n".join(lines).rstrip("\n")
 
 
 def save_comparison_plot(rows: Sequence[RunRow], path: str | Path) -> Path:
@@ -95,18 +127,22 @@ def save_comparison_plot(rows: Sequence[RunRow], path: str | Path) -> Path:
     from matplotlib.figure import Figure
 
 
-    figure = Figure(figsize=(max(6, 0.9 * len(rows) + 2), 4))
-    axes = figure.subplots()
-    positions = range(len(rows))
-    axes.bar([p - 0.2 for p in positions], [r.heldout_initial_composite for r in rows], 0.4,
-             label="initial deltas")
-    axes.bar([p + 0.2 for p in positions], [r.heldout_best_composite for r in rows], 0.4,
-             label="best deltas")
-    axes.set_xticks(list(positions))
-    axes.set_xticklabels([f"{r.proposer}\n{r.run_id[:8]}" for r in rows], fontsize="small")
-    axes.set_ylabel("held-out composite")
-    axes.set_title("Evolution runs: held-out composite")
-    axes.legend(loc="best", fontsize="small")
+    groups = group_rows(rows)
+    figure = Figure(figsize=(max(6, 0.9 * len(rows) + 2 * len(groups)), 4))
+    # one panel per group, each with its own axis: bars of different models never sit side by side
+    panels = figure.subplots(1, len(groups), squeeze=False)[0]
+    for axes, ((model, heldout), members) in zip(panels, groups.items(), strict=True):
+        positions = range(len(members))
+        axes.bar([p - 0.2 for p in positions], [r.heldout_initial_composite for r in members],
+                 0.4, label="initial deltas")
+        axes.bar([p + 0.2 for p in positions], [r.heldout_best_composite for r in members],
+                 0.4, label="best deltas")
+        axes.set_xticks(list(positions))
+        axes.set_xticklabels([f"{r.proposer}\n{r.run_id[:8]}" for r in members],
+                             fontsize="small")
+        axes.set_ylabel("held-out composite")
+        axes.set_title(f"{model}\nheld-out {heldout}", fontsize="small")
+        axes.legend(loc="best", fontsize="small")
     figure.tight_layout()
     with atomic_path(path, suffix=".png") as tmp:
         figure.savefig(tmp, dpi=90, format="png")

@@ -2,8 +2,12 @@
 
 MLflow registers models, not loose files, so the processor is logged as a pyfunc model (models
 from code, ``processor_pyfunc.py``) with the deltas, the token→cluster table and
-``processor_best.py`` as artifacts. Each version carries its held-out composite as a tag; the
-alias (``champion``) moves to the new version only when that composite beats the holder's.
+``processor_best.py`` as artifacts. There is one registered model per base model
+(``<evolve.registry_model_name>-<base_model.id>``, see ``registered_model_name``): a processor
+is only meaningful for the model whose vocabulary it steers. Each version carries its held-out
+composite and its comparison keys (base model, tokenizer, cluster table, held-out set) as tags;
+the alias (``champion``) moves to the new version only when the holder was scored on the same
+base model and held-out set and the new composite beats it.
 """
 
 from __future__ import annotations
@@ -13,19 +17,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.models.comparison_keys import RANKING_KEYS, same_basis
+from crsp_ops.models.fingerprint import slug
+
 logger = logging.getLogger(__name__)
 
 SCORE_TAG = "heldout_composite_score"
 MODEL_FILE = Path(__file__).with_name("processor_pyfunc.py")
 
 
-def should_move_alias(new_score: float, holder_score: float | None) -> bool:
+def registered_model_name(base_name: str, model_id: str) -> str:
+    """The registered model of one base model: ``<base_name>-<model id>``.
+
+    >>> registered_model_name("crsp-steering-processor", "smollm2-b179c9523d0e")
+    'crsp-steering-processor-smollm2-b179c9523d0e'
+    """
+    return f"{base_name}-{slug(model_id)}"
+
+
+def should_move_alias(
+    new_score: float, holder_score: float | None, *, comparable: bool = True
+) -> bool:
     """The alias moves only to a strictly better held-out composite (or to the first version).
+
+    A holder scored on another base model or held-out set (``comparable=False``) is never
+    outranked: the scores measure different things.
 
     >>> should_move_alias(0.5, None), should_move_alias(0.5, 0.5), should_move_alias(0.6, 0.5)
     (True, False, True)
+    >>> should_move_alias(0.9, 0.5, comparable=False)
+    False
     """
-    return holder_score is None or new_score > holder_score
+    if holder_score is None:
+        return True
+    return comparable and new_score > holder_score
 
 
 @dataclass(frozen=True)
@@ -36,18 +61,25 @@ class Registration:
     version: str
     alias_moved: bool
     holder_score: float | None  # the previous alias holder's score (None: there was none)
+    reason: str  # why the alias moved or stayed
 
 
-def alias_holder_score(client: Any, name: str, alias: str) -> float | None:
-    """Held-out composite of the version holding ``alias`` (``None``: no holder or no tag)."""
+def alias_holder(client: Any, name: str, alias: str) -> tuple[float | None, dict[str, str]]:
+    """Held-out composite and tags of the version holding ``alias`` (``(None, {})``: none)."""
     from mlflow.exceptions import MlflowException
 
     try:
         version = client.get_model_version_by_alias(name, alias)
     except MlflowException:
-        return None
-    score = (version.tags or {}).get(SCORE_TAG)
-    return float(score) if score is not None else None
+        return None, {}
+    tags = dict(version.tags or {})
+    score = tags.get(SCORE_TAG)
+    return (float(score) if score is not None else None), tags
+
+
+def alias_holder_score(client: Any, name: str, alias: str) -> float | None:
+    """Held-out composite of the version holding ``alias`` (``None``: no holder or no tag)."""
+    return alias_holder(client, name, alias)[0]
 
 
 def register_processor(
@@ -62,6 +94,7 @@ def register_processor(
     processor_path: Path,
     heldout_composite: float,
     tags: dict[str, str],
+    comparison: dict[str, str] | None = None,
 ) -> Registration:
     """Log the pyfunc model in run ``run_id``, register a version, maybe move the alias.
 
@@ -76,23 +109,35 @@ def register_processor(
         processor_path: ``processor_best.py``.
         heldout_composite: the held-out composite of these deltas.
         tags: extra version tags (proposer, ...).
+        comparison: the comparison keys of this run (``comparison_keys.comparison_tags``);
+            the alias moves over an existing holder only when they match the holder's.
     """
+    comparison = dict(comparison or {})
     model_uri = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
-    holder = alias_holder_score(client, name, alias)
+    holder, holder_tags = alias_holder(client, name, alias)
+    comparable = holder is None or same_basis(comparison, holder_tags)
     try:
         client.get_registered_model(name)
     except Exception:  # noqa: BLE001 - MlflowException when absent
         client.create_registered_model(name)
     version = client.create_model_version(
         name, model_uri, run_id=run_id,
-        tags={SCORE_TAG: repr(float(heldout_composite)), **tags},
+        tags={SCORE_TAG: repr(float(heldout_composite)), **comparison, **tags},
     ).version
-    moved = should_move_alias(heldout_composite, holder)
+    moved = should_move_alias(heldout_composite, holder, comparable=comparable)
     if moved:
         client.set_registered_model_alias(name, alias, version)
-    logger.info("registered %s v%s (held-out composite %.4f); %s %s", name, version,
-                heldout_composite, alias, "moved" if moved else f"stays (holder {holder:.4f})")
-    return Registration(name, str(version), moved, holder)
+    if holder is None:
+        reason = "first scored version"
+    elif not comparable:
+        differs = ", ".join(f"{k} {holder_tags.get(k)} (holder) vs {comparison.get(k)}"
+                            for k in RANKING_KEYS if holder_tags.get(k) != comparison.get(k))
+        reason = f"not comparable with the holder: {differs}"
+    else:
+        reason = f"held-out composite {heldout_composite:.4f} vs holder {holder:.4f}"
+    logger.info("registered %s v%s; %s %s: %s", name, version, alias,
+                "moved" if moved else "stays", reason)
+    return Registration(name, str(version), moved, holder, reason)
 
 
 def _log_model(

@@ -23,7 +23,7 @@ from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.evolve.pool import load_pool_and_heldout, select_pool
 from crsp_ops.evolve.proposer_factory import build_proposer
-from crsp_ops.evolve.registry import register_processor
+from crsp_ops.evolve.registry import register_processor, registered_model_name
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
@@ -39,6 +39,8 @@ from crsp_ops.evolve.store import (
     EvolutionStore,
 )
 from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
+from crsp_ops.models.comparison_keys import MODEL_KEY, comparison_tags
+from crsp_ops.models.model_ref import load_tokenizer
 from crsp_ops.tracking import Tracker
 
 logger = logging.getLogger(__name__)
@@ -117,6 +119,10 @@ def run_job(
         seed=settings.financebench.seed,
     )
     pool = select_pool(pool_rows, settings.evolve.pool_index_list)
+    heldout = heldout_examples(heldout_rows, settings.evolve.heldout_size)
+    comparison = comparison_tags(paths.model_dir, table_path=clusters.table_path,
+                                 heldout_rows=heldout)
+    tracker.set_tags(comparison)
     store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
     record_mlflow_run(store, tracker, tracking_uri)
     if paths.resume:
@@ -145,13 +151,13 @@ def run_job(
                 ),
                 tracker=tracker,
             )
-            heldout = evaluate_heldout(
-                evaluate, heldout_examples(heldout_rows, settings.evolve.heldout_size),
-                initial=outcome.initial_deltas, best=outcome.best_deltas,
+            scores = evaluate_heldout(
+                evaluate, heldout, initial=outcome.initial_deltas, best=outcome.best_deltas,
             )
-        _finish(store, tracker, outcome, heldout, proposer_kind, time.perf_counter() - started)
+        _finish(store, tracker, outcome, scores, proposer_kind, time.perf_counter() - started)
         if settings.evolve.registry_enabled and tracker.run_id is not None:
-            _register(settings, store, clusters, tracker, tracking_uri, heldout, proposer_kind)
+            _register(settings, store, clusters, tracker, tracking_uri, scores, proposer_kind,
+                      comparison)
         return outcome
     finally:
         log_outputs(store, tracker)
@@ -162,14 +168,15 @@ def _evaluate(run_minibatch, examples, deltas, **kwargs):
 
 
 def _lazy_tokenizer(model_dir: Path):
-    """Tokenize answers only when records carry no token ids (loads the tokenizer once)."""
+    """Tokenize answers only when records carry no token ids (loads the tokenizer once).
+
+    The tokenizer is the one ``model_ref.json`` points at when ``model_dir`` holds one.
+    """
     cache: dict[str, Any] = {}
 
     def tokenize(text: str) -> list[int]:
         if "tokenizer" not in cache:
-            from transformers import AutoTokenizer
-
-            cache["tokenizer"] = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+            cache["tokenizer"] = load_tokenizer(model_dir)
         return cache["tokenizer"](text, add_special_tokens=False)["input_ids"]
 
     return tokenize
@@ -194,11 +201,14 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
     tracker.flush()
 
 
-def _register(settings, store, clusters, tracker, tracking_uri, heldout, proposer_kind) -> None:
+def _register(
+    settings, store, clusters, tracker, tracking_uri, heldout, proposer_kind, comparison
+) -> None:
 
     registration = register_processor(
         tracker.client, tracking_uri=tracking_uri, run_id=tracker.run_id,
-        name=settings.evolve.registry_model_name, alias=settings.evolve.registry_alias,
+        name=registered_model_name(settings.evolve.registry_model_name, comparison[MODEL_KEY]),
+        alias=settings.evolve.registry_alias, comparison=comparison,
         deltas_path=store.path(DELTAS_BEST), table_path=clusters.table_path,
         processor_path=store.path(PROCESSOR_BEST),
         heldout_composite=heldout.best["composite_score"], tags={"proposer": proposer_kind},
@@ -206,4 +216,5 @@ def _register(settings, store, clusters, tracker, tracking_uri, heldout, propose
     tracker.set_tags({
         "registry.model": registration.name, "registry.version": registration.version,
         "registry.alias_moved": str(registration.alias_moved).lower(),
+        "registry.reason": registration.reason,
     })

@@ -50,7 +50,7 @@ from crsp_ops.inference.server_launch import (
 )
 from crsp_ops.inference.server_manager import ServerConfig, ServerManager
 from crsp_ops.inference.transformers_backend import TransformersBackend
-from crsp_ops.models.model_ref import resolve_model_dir
+from crsp_ops.models.model_ref import resolve_model_dir, resolve_tokenizer_dir
 from crsp_ops.steering.table import load_table_and_count
 from crsp_ops.steering.vllm_runner import installed_vllm_version
 
@@ -100,17 +100,19 @@ def open_backend(
             healthy (the message carries its log tail).
         crsp_ops.inference.canary.SteeringCanaryError: the server does not apply the deltas.
     """
+    tokenizer_dir = resolve_tokenizer_dir(model_dir)  # where model_ref.json points
     model_dir = resolve_model_dir(model_dir)
     table, n_clusters = _load_table(clusters_dir)
     if settings.generation.backend == "transformers":
-        backend = _transformers_backend(settings, model_dir, table, n_clusters)
+        backend = _transformers_backend(settings, model_dir, table, n_clusters, tokenizer_dir)
         try:
             yield backend
         finally:
             backend.close()
         return
     with ExitStack() as stack:
-        yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack)
+        yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack,
+                              tokenizer_dir)
 
 
 def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
@@ -121,7 +123,8 @@ def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None
 
 
 def _transformers_backend(
-    settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None
+    settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None,
+    tokenizer_dir: str | os.PathLike | None = None,
 ) -> GenerationBackend:
 
     generation = settings.generation
@@ -131,7 +134,8 @@ def _transformers_backend(
     )
     return TransformersBackend.from_pretrained(
         model_dir, device=settings.model.device, dtype=generation.dtype,
-        token_clusters=table, n_clusters=n_clusters, batch_size=generation.batch_size,
+        tokenizer_dir=tokenizer_dir, token_clusters=table, n_clusters=n_clusters,
+        batch_size=generation.batch_size,
     )
 
 
@@ -142,6 +146,7 @@ def _server_backend(
     table: Any,
     n_clusters: int | None,
     stack: ExitStack,
+    tokenizer_dir: str | os.PathLike | None = None,
 ) -> GenerationBackend:
     """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
     generation = settings.generation
@@ -160,7 +165,7 @@ def _server_backend(
                         model=served_model_name(generation.served_model, model_dir),
                         n_clusters=n_clusters),
         server=server,
-        tokenizer=_local_tokenizer(model_dir),
+        tokenizer=_local_tokenizer(tokenizer_dir or model_dir),
     )
     stack.callback(backend.close)  # LIFO: the client closes before the server stops
     logger.info(

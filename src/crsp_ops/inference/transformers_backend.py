@@ -112,12 +112,14 @@ class TransformersBackend(GenerationBackend):
         *,
         device: str = "auto",
         dtype: str = "auto",
+        tokenizer_dir: str | os.PathLike | None = None,
         **kwargs: Any,
     ) -> TransformersBackend:
         """Load a local HF model directory (model + tokenizer + chat template); never the hub.
 
         Args:
             model_dir: a saved model directory.
+            tokenizer_dir: where the tokenizer lives when not in ``model_dir``.
             device: ``auto``, ``cpu`` or ``cuda[:N]``.
             dtype: torch dtype name, or ``auto`` for the checkpoint's own.
             **kwargs: forwarded to the constructor (``token_clusters``, ``logprob_semantics``...).
@@ -128,7 +130,7 @@ class TransformersBackend(GenerationBackend):
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a saved HF model directory (no config.json)")
         resolve_device(device)  # fail before loading weights
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or path, local_files_only=True)
         torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, local_files_only=True)
         return cls(model, tokenizer, device=device, **kwargs)

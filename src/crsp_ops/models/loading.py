@@ -6,21 +6,21 @@ import os
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 
-from crsp_ops.models.model_ref import resolve_model_dir
+from crsp_ops.models.model_ref import load_tokenizer, resolve_model_dir
 
 
 def load_causal_lm(model_dir: str | os.PathLike) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a model directory or the one its ``model_ref.json`` names.
+    """``(model, tokenizer)`` from a model directory or where its ``model_ref.json`` points.
 
     Raises:
         FileNotFoundError: the directory holds no ``config.json`` (names the fix).
     """
-    model_dir = resolve_model_dir(model_dir)
-    if not (Path(model_dir) / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json); "
+    weights_dir = resolve_model_dir(model_dir)
+    if not (Path(weights_dir) / "config.json").is_file():
+        raise FileNotFoundError(f"{weights_dir} is not an HF model directory (no config.json); "
                                 "run `crsp-ops base-model` or pass --model")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    tokenizer = load_tokenizer(model_dir)  # where model_ref.json points
+    model = AutoModelForCausalLM.from_pretrained(weights_dir, local_files_only=True)
     return model, tokenizer

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from crsp_ops.config import ResolvedConfig
 from crsp_ops.tracking.run_tags import dvc_tags, git_tags
+from crsp_ops.tracking.store_location import ensure_store_in_project
 from crsp_ops.tracking.tracker import MlflowTracker, NullTracker, Tracker, finish_run
 
 OFFLINE_ENV = {
@@ -28,7 +29,12 @@ def disable_telemetry() -> None:
 
 def tracking_uri(resolved: ResolvedConfig) -> str:
     """The configured URI, or ``sqlite:///<root>/mlflow.db`` (MLflow's default, made absolute)."""
-    return resolved.settings.tracking.uri or f"sqlite:///{resolved.root / 'mlflow.db'}"
+    return resolved.settings.tracking.uri or project_store_uri(resolved.root)
+
+
+def project_store_uri(root: Path) -> str:
+    """The project's own store: ``sqlite:///<root>/mlflow.db``."""
+    return f"sqlite:///{root / 'mlflow.db'}"
 
 
 def experiment_name(resolved: ResolvedConfig, job: str) -> str:
@@ -56,6 +62,8 @@ def start_run(
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(resolved)
+    if uri == project_store_uri(resolved.root):  # a copied project must not write elsewhere
+        ensure_store_in_project(resolved.root / "mlflow.db", resolved.root)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     project_run_id = os.environ.get("MLFLOW_RUN_ID")
     if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
