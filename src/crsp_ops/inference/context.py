@@ -279,43 +279,22 @@ class InferenceContext:
             ValueError: empty prompt or response, token/logprob/reward length mismatch.
             PromptAlignmentError: the server's prompt ids differ from ours.
         """
-        where = f"{env_name}/{env_example_id}"
-        prompt_tokens = self.tokenize_prompt(prompt)
         if server_prompt_token_ids is None:
             server_prompt_token_ids = engine_prompt_ids(choice)
-        if server_prompt_token_ids is None:
-            self._counts["prompt_alignment_unchecked"] += 1
-        else:
-            self.check_prompt_alignment(prompt_tokens, server_prompt_token_ids)
         response_tokens = self.response_tokens_from_choice(choice)
         response_logprobs = self.logprobs_from_choice(choice)
         if len(response_tokens) != len(response_logprobs):
             raise ValueError(
-                f"{where}: {len(response_tokens)} response tokens but "
+                f"{env_name}/{env_example_id}: {len(response_tokens)} response tokens but "
                 f"{len(response_logprobs)} logprobs"
             )
-        if len(response_tokens) < self.min_response_tokens:
-            self._counts["short_responses"] += 1
-            logger.warning("only %d response tokens for %s", len(response_tokens), where)
-        if token_rewards is None:
-            token_rewards = np.full(len(response_tokens), reward, dtype=np.float32)
         semantics = (
             logprob_semantics
             or choice_field(choice, "logprob_semantics")
             or self.logprob_semantics
         )
-        rollout = Rollout(
-            env_name=env_name,
-            env_example_id=env_example_id,
-            prompt_tokens=prompt_tokens,
-            response_tokens=response_tokens,
-            response_logprobs=response_logprobs,
-            token_rewards=np.asarray(token_rewards, dtype=np.float32),
-            episode_reward=reward,
-            logprob_semantics=semantics,
-        )
-        self._counts["rollouts"] += 1
-        return rollout
+        return self._assemble(prompt, server_prompt_token_ids, response_tokens, response_logprobs,
+                              semantics, env_name, env_example_id, reward, token_rewards)
 
     def create_rollout_from_completion(
         self,
@@ -343,16 +322,35 @@ class InferenceContext:
             raise ValueError(f"{where}: the completion has no logprobs (request them)")
         if not completion.token_ids:
             raise ValueError(f"{where}: zero response tokens")
-        prompt_tokens = self.tokenize_prompt(prompt)
-        if completion.prompt_token_ids:
-            self.check_prompt_alignment(prompt_tokens, completion.prompt_token_ids)
-        else:
-            self._counts["prompt_alignment_unchecked"] += 1
         self._counts["engine_token_ids"] += 1
-        response_tokens = np.asarray(completion.token_ids, dtype=np.int32)
+        return self._assemble(
+            prompt, completion.prompt_token_ids or None,
+            np.asarray(completion.token_ids, dtype=np.int32),
+            np.asarray(completion.logprobs, dtype=np.float32), completion.logprob_semantics,
+            env_name, env_example_id, reward, token_rewards)
+
+    def _assemble(
+        self,
+        prompt: Prompt,
+        engine_prompt_ids: Sequence[int] | None,
+        response_tokens: np.ndarray,
+        response_logprobs: np.ndarray,
+        semantics: LogprobSemantics,
+        env_name: str,
+        env_example_id: str,
+        reward: float,
+        token_rewards: Sequence[float] | None,
+    ) -> Rollout:
+        """Tokenize the prompt, check it against the engine's ids, and build the rollout."""
+        prompt_tokens = self.tokenize_prompt(prompt)
+        if engine_prompt_ids is None:
+            self._counts["prompt_alignment_unchecked"] += 1
+        else:
+            self.check_prompt_alignment(prompt_tokens, engine_prompt_ids)
         if len(response_tokens) < self.min_response_tokens:
             self._counts["short_responses"] += 1
-            logger.warning("only %d response tokens for %s", len(response_tokens), where)
+            logger.warning("only %d response tokens for %s/%s", len(response_tokens), env_name,
+                           env_example_id)
         if token_rewards is None:
             token_rewards = np.full(len(response_tokens), reward, dtype=np.float32)
         rollout = Rollout(
@@ -360,10 +358,10 @@ class InferenceContext:
             env_example_id=env_example_id,
             prompt_tokens=prompt_tokens,
             response_tokens=response_tokens,
-            response_logprobs=np.asarray(completion.logprobs, dtype=np.float32),
+            response_logprobs=response_logprobs,
             token_rewards=np.asarray(token_rewards, dtype=np.float32),
             episode_reward=reward,
-            logprob_semantics=completion.logprob_semantics,
+            logprob_semantics=semantics,
         )
         self._counts["rollouts"] += 1
         return rollout
