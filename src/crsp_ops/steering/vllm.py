@@ -26,7 +26,13 @@ from typing import Any
 
 import torch
 
-from crsp_ops.steering.bias import STEER_DELTAS_KEY, ClusterBias, add_bias_, check_deltas_row
+from crsp_ops.steering.bias import (
+    STEER_DELTAS_KEY,
+    ClusterBias,
+    add_bias_,
+    check_deltas_row,
+    cluster_bias_from_env,
+)
 
 
 def deltas_from_extra_args(
@@ -48,6 +54,17 @@ def deltas_from_extra_args(
         raise ValueError(f"vllm_xargs[{STEER_DELTAS_KEY!r}] must be a non-empty flat list")
     check_deltas_row(row, n_clusters if n_clusters is not None else len(row))
     return tuple(float(value) for value in row)
+
+
+def validate_steer_params(sampling_params: Any) -> None:
+    """Reject malformed ``vllm_xargs["steer_deltas"]`` at request admission (a 400).
+
+    Shared by the V1 and V2 processors' ``validate_params``; the table size comes from
+    ``CRSP_STEER_TOKEN_CLUSTERS``.
+    """
+    extra_args = sampling_params.extra_args
+    if extra_args and extra_args.get(STEER_DELTAS_KEY) is not None:
+        deltas_from_extra_args(extra_args, cluster_bias_from_env().n_clusters)
 
 
 class SlotSteering:
@@ -104,7 +121,6 @@ except ImportError:  # vLLM is optional; the logic above is engine-free
     LogitsProcessor = None
 
 if LogitsProcessor is not None:
-    from crsp_ops.steering.bias import cluster_bias_from_env
 
     class ClusterBiasVLLMProcessor(LogitsProcessor):
         """vLLM V1-runner logits processor adding ``deltas[token_clusters]`` per request."""
@@ -112,9 +128,7 @@ if LogitsProcessor is not None:
         @classmethod
         def validate_params(cls, sampling_params: Any) -> None:
             """Reject malformed ``vllm_xargs["steer_deltas"]`` before the request is queued."""
-            extra_args = sampling_params.extra_args
-            if extra_args and extra_args.get(STEER_DELTAS_KEY) is not None:
-                deltas_from_extra_args(extra_args, cluster_bias_from_env().n_clusters)
+            validate_steer_params(sampling_params)
 
         def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool):
             core = cluster_bias_from_env()

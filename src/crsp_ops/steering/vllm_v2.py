@@ -37,13 +37,12 @@ import numpy as np
 import torch
 
 from crsp_ops.steering.bias import (
-    STEER_DELTAS_KEY,
     ClusterBias,
     add_bias_,
     bias_rows,
     cluster_bias_from_env,
 )
-from crsp_ops.steering.vllm import deltas_from_extra_args
+from crsp_ops.steering.vllm import deltas_from_extra_args, validate_steer_params
 
 try:
     from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
@@ -117,9 +116,7 @@ if V2LogitsProcessor is not None:
         @classmethod
         def validate_params(cls, sampling_params: Any) -> None:
             """Reject malformed ``vllm_xargs["steer_deltas"]`` at request admission (a 400)."""
-            extra_args = sampling_params.extra_args
-            if extra_args and extra_args.get(STEER_DELTAS_KEY) is not None:
-                deltas_from_extra_args(extra_args, cluster_bias_from_env().n_clusters)
+            validate_steer_params(sampling_params)
 
         def __init__(self, vllm_config: Any, req_states: Any):
             core = cluster_bias_from_env()
