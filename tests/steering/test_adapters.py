@@ -57,12 +57,14 @@ def test_hf_per_row_and_shared_deltas(case):
     assert torch.equal(per_row[:, -PAD:], logits[:, -PAD:])
 
 
-def test_hf_keeps_scores_dtype_and_leaves_its_input_alone(case):
+def test_hf_adds_in_float32_and_leaves_its_input_alone(case):
     table, k, logits, deltas = case
     half = logits.to(torch.bfloat16)
     out = ClusterBiasLogitsProcessor(table, deltas[0])(None, half)
-    assert out.dtype == torch.bfloat16 and out is not half
+    assert out.dtype == torch.float32 and out is not half
     assert torch.equal(half, logits.to(torch.bfloat16))
+    np.testing.assert_allclose(out.numpy(), reference(half.float(), table, [deltas[0]] * 3),
+                               rtol=0, atol=1e-6)
     with pytest.raises(ValueError, match="2 deltas rows for 3"):
         ClusterBiasLogitsProcessor(table, deltas[:2])(None, logits)
 

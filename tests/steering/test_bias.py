@@ -71,3 +71,26 @@ def test_apply_in_place_and_validation():
         core.apply_(logits, [(0.0,) * 4])
     with pytest.raises(ValueError, match=r"\[0, 3\)"):
         ClusterBias(TABLE, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("batch", [1, 8, 16])
+def test_uniform_deltas_never_move_the_argmax_in_reduced_precision(dtype, batch):
+    """A uniform shift keeps every greedy choice, also for bf16/fp16 scores (issue: H100 bf16)."""
+    from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
+
+    generator = torch.Generator().manual_seed(batch)
+    vocab, n_clusters = 4096, 7
+    table = torch.randint(0, n_clusters, (vocab,), generator=generator)
+    scores = (torch.randn(batch, vocab, generator=generator) * 8).to(dtype)
+    # row 0: the top two one bf16 step apart, the larger at the higher index: adding 11 in
+    # bf16 rounds 39.125 down to 39.0, a tie that argmax breaks towards the lower index
+    scores[0, :] = -50.0
+    scores[0, 3], scores[0, 5] = 28.0, 28.125
+    for delta in (0.37, -1.9, 3.3, 11.0):
+        out = ClusterBiasLogitsProcessor(table, [delta] * n_clusters)(None, scores)
+        assert out.dtype == torch.float32
+        assert torch.equal(out.argmax(-1), scores.float().argmax(-1))
+    if dtype == torch.bfloat16:  # the reduced-precision add this replaces does move it
+        shifted = scores + torch.tensor(11.0, dtype=dtype)
+        assert shifted[0].argmax() == 3 and scores[0].argmax() == 5

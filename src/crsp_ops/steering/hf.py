@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor
 
-from crsp_ops.steering.bias import ClusterBias, add_bias
+from crsp_ops.steering.bias import ClusterBias, add_bias, add_bias_
 
 
 class ClusterBiasLogitsProcessor(LogitsProcessor):
@@ -45,11 +45,22 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         self._core = ClusterBias(token_clusters, n_clusters or rows.shape[-1])
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        """Return ``scores (B, W)`` plus the bias, in the scores' dtype and device."""
+        """Return ``scores (B, W)`` plus the bias, as float32 on the scores' device.
+
+        The add happens in float32 whatever the scores' dtype: in bf16/fp16 the rounding of
+        ``z + d`` creates ties that can move the argmax even when every delta is the same
+        (a uniform shift must never change a greedy choice). Later processors and the sampler
+        take float32 scores.
+        """
         if self._per_row and len(self._rows) != scores.shape[0]:
             raise ValueError(f"{len(self._rows)} deltas rows for {scores.shape[0]} score rows")
         # One shared row yields a (V,) bias broadcast over every score row.
-        bias = self._core.bias_for(self._rows, device=scores.device, dtype=scores.dtype)
+        bias = self._core.bias_for(self._rows, device=scores.device, dtype=torch.float32)
+        if bias is None:
+            return scores
         # Not in place: generate() stores the same tensor as the raw logits (output_logits=True)
-        # after calling the processors, and those must stay unsteered.
-        return scores if bias is None else add_bias(scores, bias)
+        # after calling the processors, and those must stay unsteered. ``float()`` copies
+        # reduced-precision scores; float32 ones are copied by ``add_bias``.
+        if scores.dtype == torch.float32:
+            return add_bias(scores, bias)
+        return add_bias_(scores.float(), bias)
