@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
+import os
 import sys
 from collections.abc import Sequence
 
 from crsp_ops.config import ConfigError
-from crsp_ops.interrupts import Terminated, raise_terminated
+from crsp_ops.errors import DataError
+from crsp_ops.interrupts import Terminated, exit_on_signal, install_handlers
+from crsp_ops.tracking.redaction import Redactor, install_log_redaction
 
 # subcommand -> driver module (imported only when that subcommand runs)
 COMMANDS: dict[str, str] = {
@@ -39,9 +41,8 @@ COMMANDS: dict[str, str] = {
 }
 
 EXIT_CONFIG_ERROR = 2
+EXIT_DATA_ERROR = 2
 EXIT_INTERRUPTED = 130
-
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,23 +104,44 @@ def dotted_overrides(extra: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``crsp-ops`` console script."""
+    """Entry point of the ``crsp-ops`` console script.
+
+    SIGINT/SIGTERM are deferred while a tracking write is in progress (``crsp_ops.interrupts``);
+    log messages are redacted. Run as the process's own command (``argv`` is ``None``), a
+    signal during interpreter teardown exits with the code already decided.
+    """
     from crsp_ops.tracking import disable_telemetry
 
     disable_telemetry()
+    redactor = Redactor.from_env(os.environ)
+    install_log_redaction(redactor)
     args, extra = build_parser().parse_known_args(argv)
     args.overrides = [o for o in args.overrides if o is not None] + dotted_overrides(extra)
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    restore = install_handlers()
+    code = 1
+    try:
+        code = _run(args, redactor)
+        return code
+    finally:
+        if argv is None:
+            exit_on_signal(code)
+        else:
+            restore()
+
+
+def _run(args: argparse.Namespace, redactor: Redactor) -> int:
+    def fail(kind: str, error: object, code: int) -> int:
+        print(redactor.text(f"crsp-ops {args.command}: {kind}{error}"), file=sys.stderr)
+        return code
+
     try:
         return int(args._driver.run(args) or 0)
     except ConfigError as error:
-        print(f"crsp-ops {args.command}: configuration error: {error}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return fail("configuration error: ", error, EXIT_CONFIG_ERROR)
+    except DataError as error:
+        return fail("data error: ", error, EXIT_DATA_ERROR)
     except (KeyboardInterrupt, Terminated):
-        print(f"crsp-ops {args.command}: interrupted; partial results were saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        return fail("", "interrupted; partial results were saved", EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 from crsp_ops.evolve.heldout import evaluate_heldout, heldout_examples
 from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
-from crsp_ops.evolve.pool import load_pool_and_heldout, select_pool
+from crsp_ops.evolve.pool import load_questions, select_pool
 from crsp_ops.evolve.proposer_factory import build_proposer
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
@@ -34,6 +34,7 @@ from crsp_ops.evolve.store import (
     SUMMARY,
     EvolutionStore,
 )
+from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking import Tracker
 
 logger = logging.getLogger(__name__)
@@ -113,12 +114,17 @@ def run_job(
     started = time.perf_counter()
     clusters = load_cluster_inputs(paths.clusters_dir)
     initial = load_initial_deltas(paths.initial_deltas, clusters.n_clusters)
-    pool_rows, heldout_rows = load_pool_and_heldout(
+    questions = load_questions(
         paths.pool, heldout_size=settings.financebench.heldout_size,
         seed=settings.financebench.seed,
     )
-    pool = select_pool(pool_rows, settings.evolve.pool_index_list)
+    heldout_rows = questions.heldout
+    pool = select_pool(questions.pool, settings.evolve.pool_index_list)
+    tracker.log_metrics(
+        {f"data_{part}_skipped_rows": float(n) for part, n in questions.skipped.items()}, step=0)
     store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
+    for stale in store.remove_stale_temp_files():
+        logger.warning("removed %s, left by an interrupted write", stale)
     record_mlflow_run(store, tracker, tracking_uri)
     if paths.resume:
         replay_history(store, tracker)
@@ -152,7 +158,9 @@ def run_job(
             )
         _finish(store, tracker, outcome, heldout, proposer_kind, time.perf_counter() - started)
         if settings.evolve.registry_enabled and tracker.run_id is not None:
-            _register(settings, store, clusters, tracker, tracking_uri, heldout, proposer_kind)
+            with critical_section():  # log_model holds the store's lock: never torn by Ctrl+C
+                _register(settings, store, clusters, tracker, tracking_uri, heldout,
+                          proposer_kind)
         return outcome
     finally:
         log_outputs(store, tracker)
