@@ -162,6 +162,6 @@ def test_redaction_by_key_and_by_env_value():
         env,
     )
     assert out["model.hf_token"] == "***"
-    assert out["server.url"] == "http://***@h"  # the secret, not the context
+    assert out["server.url"] == "***"
     assert out["reflector.api_key_env"] == "OPENAI_API_KEY"  # a variable's name, not a secret
     assert out["evolve.max_new_tokens"] == "64" and out["limo.seed"] == "1"

@@ -87,15 +87,20 @@ class Redactor:
         return data
 
     def params(self, params: Mapping[str, Any]) -> dict[str, str]:
-        """Stringify params; a secret-named key's value becomes ``***``, others are redacted.
+        """Stringify params, redacting secrets.
+
+        A secret-named key or a value holding a secret value becomes ``***``; secret-looking
+        patterns (URL credentials, keys) are replaced inside other values.
 
         >>> Redactor().params({"reflector.api_key": "sk-123", "url": "http://u:k@h", "n": 3})
         {'reflector.api_key': '***', 'url': 'http://***@h', 'n': '3'}
         """
-        return {
-            key: REDACTED if names_a_secret(key) else self.text(str(value))
-            for key, value in params.items()
-        }
+        out = {}
+        for key, value in params.items():
+            text = str(value)
+            holds_secret = any(secret in text for secret in self.secrets)
+            out[key] = REDACTED if names_a_secret(key) or holds_secret else self.text(text)
+        return out
 
 
 def redact_params(params: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
