@@ -21,7 +21,7 @@ class ScriptedJSONServer:
     Each POST is answered by ``script(body, count) -> (status, payload, delay_s)``, where
     ``count`` is the number of requests received so far, this one included; ``payload`` is
     sent as JSON, or as it is when it is ``bytes``, and a fourth item, when given, is the
-    Content-Type. Request bodies, paths and headers are recorded in order. Use it as a context
+    Content-Type. Request bodies, paths and headers (names lower-cased) are recorded in order. Use it as a context
     manager.
     """
 
@@ -45,7 +45,7 @@ class ScriptedJSONServer:
                 with outer.lock:
                     outer.bodies.append(body)
                     outer.paths.append(self.path)
-                    outer.headers.append(dict(self.headers.items()))
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     count = len(outer.bodies)
                 status, payload, delay, *content_type = outer.script(body, count)
                 time.sleep(delay)

@@ -102,9 +102,7 @@ class ReflectorProposer(Proposer):
         self.k_longest = k_longest
         self.max_response_chars = max_response_chars
         self.max_summary_chars = max_summary_chars
-        key = getattr(client, "api_key", None)
-        self.redactor = redactor or Redactor.from_env(
-            os.environ, extra=[key] if isinstance(key, str) else [])
+        self.redactor = redactor or Redactor.from_env(os.environ, extra=_client_secrets(client))
         self.sleep = sleep
         self.summary: list[SummaryEntry] = []
 
@@ -181,6 +179,13 @@ class ReflectorProposer(Proposer):
     def summary_text(self) -> str:
         """The accumulated summary as served to the reflector."""
         return render_summary(self.summary)
+
+
+def _client_secrets(client: Any) -> list[str]:
+    """The key a client sends and the password of its base URL (as servers may echo them)."""
+    found = [getattr(client, "api_key", None), getattr(getattr(client, "base_url", None),
+                                                        "password", None)]
+    return [value for value in found if isinstance(value, str) and value]
 
 
 def _usage_metrics(exchanges: list[Exchange]) -> dict[str, float]:
