@@ -117,9 +117,15 @@ def redact_text(text: str, env: Mapping[str, str]) -> str:
     return Redactor.from_env(env).text(text)
 
 
+_plain_record_factory: Any = None  # the factory before the first install (installs replace)
+
+
 def install_log_redaction(redactor: Redactor) -> None:
     """Redact every log message of this process (console and files) through ``redactor``."""
-    base = logging.getLogRecordFactory()
+    global _plain_record_factory
+    if _plain_record_factory is None:
+        _plain_record_factory = logging.getLogRecordFactory()
+    base = _plain_record_factory
 
     def factory(*args, **kwargs) -> logging.LogRecord:
         record = base(*args, **kwargs)

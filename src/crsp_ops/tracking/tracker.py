@@ -83,7 +83,7 @@ class MlflowTracker(Tracker):
         self._flush_points = flush_points
         self._flush_seconds = flush_seconds
         self._metrics = MetricBuffer(
-            lambda batch: self._write(client.log_batch, run_id, metrics=batch, synchronous=True),
+            lambda batch: client.log_batch(run_id, metrics=batch, synchronous=True),
             flush_points=flush_points,
             flush_seconds=flush_seconds,
         )
@@ -104,7 +104,10 @@ class MlflowTracker(Tracker):
 
     @override
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        self._metrics.add(metrics, step)
+        # The section spans the buffer's bookkeeping too: a signal raised between a batch
+        # write and its removal from the buffer would write that batch twice.
+        with critical_section():
+            self._metrics.add(metrics, step)
 
     @override
     def set_tags(self, tags: Mapping[str, str]) -> None:
@@ -142,7 +145,8 @@ class MlflowTracker(Tracker):
 
     @override
     def flush(self) -> None:
-        self._metrics.flush()
+        with critical_section():
+            self._metrics.flush()
 
     @override
     @contextmanager
