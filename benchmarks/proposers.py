@@ -51,7 +51,7 @@ def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
         print(f"# building stage: crsp-ops {' '.join(stage)}", file=sys.stderr)
         sets = [arg for item in ["tracking.enabled=n", *stage_overrides]
                 for arg in ("--set", item)]
-        subprocess.run([sys.executable, "-m", "crsp_ops.cli", *stage, *sets], cwd=project,
+        subprocess.run([sys.executable, "-m", "pipelines.cli", *stage, *sets], cwd=project,
                        env=env, check=True, stdout=subprocess.DEVNULL)
     done.write_text(json.dumps({"stage_overrides": list(stage_overrides)}) + "\n")
     return project
@@ -64,11 +64,11 @@ class Harness:
         from functools import partial
 
         from crsp_ops.config import load_settings
-        from crsp_ops.evaluation.minibatch import run_minibatch
         from crsp_ops.evaluation.minibatch_grading import grading_from_settings
         from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
+        from crsp_ops.evolve.minibatch import run_minibatch
         from crsp_ops.evolve.pool import load_pool_and_heldout
-        from crsp_ops.steering.runtime import open_backend, prompt_template, sampling_params
+        from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 
         os.environ["CRSP_OPS_ROOT"] = str(project)
         self.project = project

@@ -153,11 +153,8 @@ def trl_comparison(args, settings, prompts_per_step: int) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     from crsp_ops.config import load_settings
-    from crsp_ops.crsp.selfplay_trainer import (
-        SelfPlaySettings,
-        SelfPlayTrainer,
-        make_accelerator,
-    )
+    from crsp_ops.crsp.accelerator import make_accelerator
+    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
 
     overrides = [f"train.steps={args.steps + 1}", f"train.algorithm={args.algorithm}",
                  "tracking.enabled=n", f"train.checkpoint_interval={10**6}", *args.overrides]

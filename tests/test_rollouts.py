@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from crsp_ops.rollouts import Rollout, RolloutBatch, RolloutGroup, TrainingBatch
+from crsp_ops.inference.rollouts import Rollout, RolloutBatch, RolloutGroup, TrainingBatch
 
 
 def make_rollout(example="ex1", prompt=(5, 6, 7), response=(8, 9), reward=1.0, **overrides):

@@ -1,8 +1,12 @@
-"""Where the project lives and where each stage writes (the layout dvc.yaml declares)."""
+"""Where the project lives and where each stage writes: the one home of the default paths.
+
+Drivers take these as their argument defaults; dvc.yaml spells the same paths out.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 LIMO_DIR = Path("data/limo")
@@ -14,6 +18,7 @@ CLUSTERS_DIR = Path("outputs/clusters")
 DELTAS_DIR = Path("outputs/deltas")
 INITIAL_DELTAS = DELTAS_DIR / "deltas_initial.json"
 EVOLUTION_DIR = Path("outputs/evolution")
+COMPARE_DIR = Path("outputs/compare")
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -44,8 +49,6 @@ CONFIG_TREE = ("Kconfig", "kconfig")  # the root Kconfig and the menus it includ
 
 def copy_config_tree(source_root: Path, target_root: Path) -> None:
     """Copy the Kconfig declarations into another root (tests, benchmarks, scratch projects)."""
-    import shutil
-
     for name in CONFIG_TREE:
         source = Path(source_root) / name
         if source.is_dir():

@@ -62,5 +62,21 @@ def test_make_alpha_schedule_errors_name_the_fix():
         make_alpha_schedule("linear", start=Alphas(0.9, 0.5), end=Alphas(0.1, 0.5))
     with pytest.raises(ValueError, match="alpha_s must be in"):
         make_alpha_schedule("constant", alpha_s=1.5, alpha_c=0.1)
-    with pytest.raises(ValueError, match="no parameters"):
+    with pytest.raises(ValueError, match="takes only start and end"):
         make_alpha_schedule("rlsp_coupled", alpha_s=0.1)
+
+
+def test_rlsp_coupled_honours_configured_start_and_end():
+    """reward.alpha_*_start/_end move the rlsp_coupled curve (they used to be ignored)."""
+    schedule = make_alpha_schedule("rlsp_coupled", start=Alphas(0.5, 0.2), end=Alphas(0.9, 0.7))
+    assert schedule(0, 100) == Alphas(0.5, 0.2)
+    assert schedule(19, 100) == Alphas(0.5, 0.2)
+    assert schedule(100, 100).alpha_s == pytest.approx(0.9)
+    assert schedule(100, 100).alpha_c == pytest.approx(0.7)
+    # the second breakpoint is as far along start->end as the seed's 0.8 is along 0.3->0.95
+    assert schedule(60, 100).alpha_s == pytest.approx(0.5 + 0.4 * 0.5 / 0.65)
+    assert schedule(60, 100).alpha_c == pytest.approx(0.2 + 0.5 * 0.5 / 0.7)
+    values = [schedule(step, 100).alpha_s for step in range(101)]
+    assert values == sorted(values)
+    # defaults are the seed's numbers
+    assert make_alpha_schedule("rlsp_coupled")(60, 100) == Alphas(0.8, 0.6)

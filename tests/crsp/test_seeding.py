@@ -4,6 +4,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.seeding import (
     ANSWER,
     PROMPT,
@@ -13,7 +14,6 @@ from crsp_ops.crsp.seeding import (
     seeding_loss,
     tokenize_example,
 )
-from crsp_ops.crsp.selfplay_trainer import make_accelerator
 from crsp_ops.crsp.tasks import solve_messages
 from crsp_ops.crsp.tasks.records import MathTask
 from crsp_ops.data.records import LimoExample

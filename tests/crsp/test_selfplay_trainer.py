@@ -6,8 +6,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.checkpointing import latest_checkpoint, load_trainer_state
-from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
+from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
 from crsp_ops.crsp.tasks.records import TaskType
 from tests.crsp.conftest import ScriptedGeneration
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from crsp_ops.cli import main
 from crsp_ops.config import sync_params
 from crsp_ops.paths import copy_config_tree
-from crsp_ops.pipelines.stage_io import run_record_path
+from pipelines.cli import main
+from pipelines.stage_io import run_record_path
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 2

@@ -11,10 +11,10 @@ import pytest
 from crsp_ops.config import load_settings
 from crsp_ops.data.financebench import load_financebench
 from crsp_ops.evaluation.correctness import grade
-from crsp_ops.evaluation.minibatch import run_minibatch, score_records
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
+from crsp_ops.evolve.minibatch import run_minibatch, score_records
+from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 from crsp_ops.paths import copy_config_tree
-from crsp_ops.steering.runtime import open_backend, prompt_template, sampling_params
 
 REPO = Path(__file__).resolve().parents[2]
 N_EXAMPLES = 6

@@ -71,9 +71,9 @@ def test_llm_judge_on_the_openai_api_needs_a_key(root, monkeypatch):
 
 
 @pytest.mark.parametrize("module_name", [
-    "crsp_ops.evaluation.minibatch", "crsp_ops.evaluation.minibatch_grading",
-    "crsp_ops.steering.steer_config", "crsp_ops.steering.runtime_server",
-    "crsp_ops.pipelines.deltas",
+    "crsp_ops.evolve.minibatch", "crsp_ops.evaluation.minibatch_grading",
+    "crsp_ops.config.steering_config", "crsp_ops.inference.server_launch",
+    "pipelines.deltas",
 ])
 def test_docstring_examples(module_name):
     import doctest

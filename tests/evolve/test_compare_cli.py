@@ -23,7 +23,7 @@ def project(tmp_path, evolve_inputs, monkeypatch):
 
 
 def test_compare_lists_both_runs_with_their_columns(project, capsys):
-    from crsp_ops.cli import main
+    from pipelines.cli import main
 
     sets = [arg for item in TINY for arg in ("--set", item)]
     assert main(["evolve", *sets, "--out", "outputs/evo-offline"]) == 0

@@ -11,22 +11,22 @@ import pytest
 
 from crsp_ops.config import ConfigError, load_settings
 from crsp_ops.data.financebench import load_financebench
-from crsp_ops.evaluation.minibatch import run_minibatch
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
+from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.inference.canary import SteeringCanaryError
+from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 from crsp_ops.inference.openai_backend import OpenAIServerBackend
 from crsp_ops.inference.records import SamplingParams
+from crsp_ops.inference.server_launch import api_key, server_argv, server_root
 from crsp_ops.inference.server_manager import ServerStartupError, free_port
 from crsp_ops.inference.transformers_backend import TransformersBackend
 from crsp_ops.paths import copy_config_tree
-from crsp_ops.steering.runtime import open_backend, prompt_template, sampling_params
-from crsp_ops.steering.runtime_server import api_key, server_argv, server_root
 from tests.evaluation.test_minibatch import build_rule_table
 from tests.fakes import live_descendants as live_children
 
 REPO = Path(__file__).resolve().parents[2]
 DELTAS = [1.5, -0.5, 0.3, -0.2, 0.0, 0.4]  # 6 cluster ids in the rule table
-SERVE = "{python} -m crsp_ops.cli serve --model {model_dir} --port {port}"
+SERVE = "{python} -m pipelines.cli serve --model {model_dir} --port {port}"
 GREEDY = SamplingParams(max_new_tokens=12, temperature=0.0, top_p=1.0)
 
 

@@ -27,6 +27,7 @@ from crsp_ops.config.params_file import read_params, write_params
 from crsp_ops.config.schema import OptionSpec, load_schema
 from crsp_ops.config.sections import SECTION_TYPES, Settings
 from crsp_ops.config.values import parse_value, to_yaml
+from crsp_ops.paths import project_root
 
 ENV_OVERRIDES = {"tracking.uri": "MLFLOW_TRACKING_URI"}
 
@@ -74,8 +75,6 @@ def load_settings(
         ConfigError: for an unknown key, a wrong type, an out-of-range value, a malformed
             .config line, or params.yaml out of sync with .config.
     """
-    from crsp_ops.paths import project_root
-
     root = Path(root).resolve() if root is not None else project_root()
     env = os.environ if env is None else env
     specs = schema_for(root)

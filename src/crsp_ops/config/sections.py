@@ -2,8 +2,8 @@
 
 Fields carry types and float bounds only; their defaults live in the Kconfig file (the single
 home of defaults), so every Settings object is built by ``crsp_ops.config.load_settings``.
-Sections of a feature live beside it (``crsp_ops/crsp/selfplay_config.py``) and are composed
-here.
+The sections of the data, model and tracking stages are here; those of steering, evolution and
+CRSP in their own modules of this package; ``Settings`` composes them all.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from dataclasses import dataclass, fields
 from typing import Any, get_type_hints
 
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.config.evolve_config import EvolveSettings, OptunaSettings, ReflectorSettings
 from crsp_ops.config.fields import bounded
-from crsp_ops.crsp.selfplay_config import (
+from crsp_ops.config.selfplay_config import (
     CrspSettings,
     RewardSettings,
     SeedingSettings,
     TrainSettings,
 )
-from crsp_ops.evolve.evolve_config import EvolveSettings, OptunaSettings, ReflectorSettings
-from crsp_ops.steering.steer_config import (
+from crsp_ops.config.steering_config import (
     ClustersSettings,
     DeltasSettings,
     GenerationSettings,

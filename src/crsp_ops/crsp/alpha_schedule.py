@@ -58,12 +58,24 @@ def _lerp(start: float, end: float, t: float) -> float:
     return (1.0 - t) * start + t * end
 
 
-def rlsp_coupled_alphas(step: int, total_steps: int) -> Alphas:
+SEED_START, SEED_MID, SEED_END = Alphas(0.3, 0.1), Alphas(0.8, 0.6), Alphas(0.95, 0.8)
+
+
+def rlsp_coupled_alphas(
+    step: int, total_steps: int, *, start: Alphas = SEED_START, end: Alphas = SEED_END
+) -> Alphas:
     """The seed's three-phase coupled schedule (see the module docstring).
+
+    ``start`` and ``end`` (``reward.alpha_*_start`` / ``_end``) move the whole curve; the
+    second breakpoint sits where the seed puts it, the same fraction of the way from ``start``
+    to ``end`` (0.8 of 0.3→0.95 for alpha_s, 0.6 of 0.1→0.8 for alpha_c). The defaults are the
+    seed's numbers.
 
     Args:
         step: current training step, in [0, total_steps].
         total_steps: planned number of steps (>= 1).
+        start: the alphas held through the first phase.
+        end: the alphas at the last step (component-wise >= ``start``).
 
     Returns:
         The alphas at ``step``.
@@ -72,16 +84,27 @@ def rlsp_coupled_alphas(step: int, total_steps: int) -> Alphas:
     Alphas(alpha_s=0.3, alpha_c=0.1)
     >>> rlsp_coupled_alphas(100, 100)
     Alphas(alpha_s=0.95, alpha_c=0.8)
+    >>> rlsp_coupled_alphas(100, 100, start=Alphas(0.5, 0.5), end=Alphas(1.0, 0.9))
+    Alphas(alpha_s=1.0, alpha_c=0.9)
     """
     fraction = _progress(step, total_steps)
     first, second = PHASE_BREAKS
+    mid = _seed_midpoint(start, end)
     if fraction < first:
-        return Alphas(0.3, 0.1)
+        return start
     if fraction < second:
         t = (fraction - first) / (second - first)
-        return Alphas(_lerp(0.3, 0.8, t), _lerp(0.1, 0.6, t))
+        return Alphas(_lerp(start.alpha_s, mid.alpha_s, t), _lerp(start.alpha_c, mid.alpha_c, t))
     t = (fraction - second) / (1.0 - second)
-    return Alphas(_lerp(0.8, 0.95, t), _lerp(0.6, 0.8, t))
+    return Alphas(_lerp(mid.alpha_s, end.alpha_s, t), _lerp(mid.alpha_c, end.alpha_c, t))
+
+
+def _seed_midpoint(start: Alphas, end: Alphas) -> Alphas:
+    if (start, end) == (SEED_START, SEED_END):
+        return SEED_MID  # exactly the seed's numbers, no rounding on the way
+    w_s = (SEED_MID.alpha_s - SEED_START.alpha_s) / (SEED_END.alpha_s - SEED_START.alpha_s)
+    w_c = (SEED_MID.alpha_c - SEED_START.alpha_c) / (SEED_END.alpha_c - SEED_START.alpha_c)
+    return Alphas(_lerp(start.alpha_s, end.alpha_s, w_s), _lerp(start.alpha_c, end.alpha_c, w_c))
 
 
 def constant_alphas(step: int, total_steps: int, *, alpha_s: float, alpha_c: float) -> Alphas:
@@ -116,9 +139,9 @@ def make_alpha_schedule(name: str, **params: object) -> AlphaSchedule:
 
     Args:
         name: one of ``ALPHA_SCHEDULES``.
-        **params: ``constant``: ``alpha_s``, ``alpha_c``; ``linear``: ``start``, ``end``
-            (``Alphas`` with ``start <= end`` component-wise: the weights may only rise);
-            ``rlsp_coupled``: none.
+        **params: ``constant``: ``alpha_s``, ``alpha_c``; ``linear`` and ``rlsp_coupled``:
+            ``start``, ``end`` (``Alphas`` with ``start <= end`` component-wise: the weights may
+            only rise; ``rlsp_coupled`` defaults to the seed's 0.3/0.1 → 0.95/0.8).
 
     Returns:
         ``schedule(step, total_steps) -> Alphas``.
@@ -129,15 +152,14 @@ def make_alpha_schedule(name: str, **params: object) -> AlphaSchedule:
     if name not in ALPHA_SCHEDULES:
         raise ValueError(f"unknown alpha schedule {name!r}; choose one of "
                          f"{sorted(ALPHA_SCHEDULES)}")
-    if name == "rlsp_coupled":
-        if params:
-            raise ValueError(f"rlsp_coupled takes no parameters, got {sorted(params)}")
-        return rlsp_coupled_alphas
     if name == "constant":
         Alphas(params["alpha_s"], params["alpha_c"])  # validate now, not at step 0
         return partial(constant_alphas, alpha_s=params["alpha_s"], alpha_c=params["alpha_c"])
-    start, end = params["start"], params["end"]
+    unknown = sorted(set(params) - {"start", "end"})
+    if unknown:
+        raise ValueError(f"{name} takes only start and end, got {unknown}")
+    start, end = params.get("start", SEED_START), params.get("end", SEED_END)
     if start.alpha_s > end.alpha_s or start.alpha_c > end.alpha_c:
-        raise ValueError(f"linear alpha schedule must be non-decreasing, got start={start} "
+        raise ValueError(f"{name} alpha schedule must be non-decreasing, got start={start} "
                          f"end={end}; swap them or use 'constant'")
-    return partial(linear_alphas, start=start, end=end)
+    return partial(ALPHA_SCHEDULES[name], start=start, end=end)

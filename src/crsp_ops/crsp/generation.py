@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from crsp_ops.inference.backend import GenerationBackend
+from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
+from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+from crsp_ops.inference.transformers_backend import TransformersBackend
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,6 @@ class InProcessGeneration(PolicyGeneration):
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, device: str, batch_size: int) -> None:
-        from crsp_ops.inference.transformers_backend import TransformersBackend
 
         self.backend = TransformersBackend(model, tokenizer, device=device,
                                            logprob_semantics="processed", batch_size=batch_size)
@@ -104,7 +106,6 @@ class ServerGeneration(PolicyGeneration):
 
     def __init__(self, model: Any, tokenizer: Any, *, weights_root: Path, command_template: str,
                  engine: str, port: int, reload_interval: int, step: int) -> None:
-        from crsp_ops.inference.openai_backend import OpenAIServerSettings
 
         self.tokenizer = tokenizer
         self.weights_root = Path(weights_root)
@@ -118,8 +119,6 @@ class ServerGeneration(PolicyGeneration):
         self._start(model, step)
 
     def _start(self, model: Any, step: int) -> None:
-        from crsp_ops.inference.openai_backend import OpenAIServerBackend
-        from crsp_ops.inference.server_manager import ServerConfig, ServerManager
 
         model_dir = self.weights_root / f"step-{step:06d}"
         model.save_pretrained(model_dir)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crsp_ops.crsp.tasks.records import MathTask
+from crsp_ops.data.limo import load_limo
 from crsp_ops.data.records import LimoExample
 
 
@@ -75,8 +76,6 @@ def load_limo_rows(source: str, limo_dir: Path, *, synthetic_count: int, seed: i
     Raises:
         FileNotFoundError: ``stage`` and no rows file in ``limo_dir``.
     """
-    from crsp_ops.data.limo import load_limo
-
     path = str(limo_file(limo_dir)) if source == "stage" else source
     return list(load_limo(path, synthetic_count=synthetic_count, seed=seed, hub_split=hub_split,
                           hub_revision=None).rows)

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from crsp_ops.crsp.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
-from crsp_ops.rollouts import TrainingBatch
+from crsp_ops.inference.rollouts import TrainingBatch
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 from crsp_ops.crsp.episode import RoleSample
 from crsp_ops.crsp.rewards import format_rule_token_rewards
 from crsp_ops.inference.context import InferenceContext
+from crsp_ops.inference.rollouts import Rollout
 from crsp_ops.inference.transformers_backend import completion_to_choice
-from crsp_ops.rollouts import Rollout
 
 logger = logging.getLogger(__name__)
 

@@ -30,6 +30,8 @@ from typing import Any
 
 import torch
 
+from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
+from crsp_ops.crsp.accelerator import make_accelerator
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
 from crsp_ops.crsp.checkpointing import (
@@ -45,13 +47,12 @@ from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, Serv
 from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
 from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
 from crsp_ops.crsp.rollout_building import build_rollouts
-from crsp_ops.crsp.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import seed_tasks
 from crsp_ops.crsp.tasks.records import MathTask, Task, TaskType
 from crsp_ops.inference.context import InferenceContext
-from crsp_ops.rollouts import TrainingBatch
+from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
@@ -81,25 +82,8 @@ def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
     end = Alphas(reward.alpha_s_end, reward.alpha_c_end)
     if not reward.alpha_decay_enabled or reward.alpha_schedule == "constant":
         return make_alpha_schedule("constant", alpha_s=end.alpha_s, alpha_c=end.alpha_c)
-    if reward.alpha_schedule == "linear":
-        start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
-        return make_alpha_schedule("linear", start=start, end=end)
-    return make_alpha_schedule(reward.alpha_schedule)
-
-
-def make_accelerator(mixed_precision: str, device: str) -> Any:
-    """An ``Accelerator`` for ``device`` (``auto``/``cpu``/``cuda``) and mixed precision.
-
-    Raises:
-        RuntimeError: ``cuda`` asked for without CUDA (never a silent CPU fallback).
-    """
-    from accelerate import Accelerator
-
-    from crsp_ops.inference.transformers_backend import resolve_device
-
-    resolve_device(device)
-    cpu = device == "cpu" or not torch.cuda.is_available()
-    return Accelerator(mixed_precision=mixed_precision, cpu=cpu)
+    start = Alphas(reward.alpha_s_start, reward.alpha_c_start)
+    return make_alpha_schedule(reward.alpha_schedule, start=start, end=end)
 
 
 def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:

@@ -6,8 +6,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from crsp_ops.config.selfplay_config import ROLES
 from crsp_ops.crsp.episode import Episode, RoleSample
-from crsp_ops.crsp.selfplay_config import ROLES
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.atomic_io import atomic_path
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -92,7 +94,6 @@ def save_comparison_plot(rows: Sequence[RunRow], path: str | Path) -> Path:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    from crsp_ops.atomic_io import atomic_path
 
     figure = Figure(figsize=(max(6, 0.9 * len(rows) + 2), 4))
     axes = figure.subplots()

@@ -7,8 +7,17 @@ from pathlib import Path
 
 import numpy as np
 
-from crsp_ops.evolve.evolve_config import parse_cluster_ranges
+from crsp_ops.config.evolve_config import parse_cluster_ranges
+from crsp_ops.evolve.offline_proposer import OfflineProposer
+from crsp_ops.evolve.optuna_proposer import (
+    OptunaProposer,
+    make_sampler,
+    open_study,
+    resolve_storage,
+    search_ranges,
+)
 from crsp_ops.evolve.proposer import Proposer
+from crsp_ops.evolve.reflector import ReflectorProposer, make_openai_client
 from crsp_ops.evolve.token_usage import ClusterCounter
 
 
@@ -31,7 +40,6 @@ def build_proposer(
 
 
 def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
-    from crsp_ops.evolve.reflector import ReflectorProposer, make_openai_client
 
     config = settings.reflector
     client = make_openai_client(
@@ -46,13 +54,6 @@ def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
 
 
 def _optuna(settings, *, initial_deltas, out_dir, **_unused) -> Proposer:
-    from crsp_ops.evolve.optuna_proposer import (
-        OptunaProposer,
-        make_sampler,
-        open_study,
-        resolve_storage,
-        search_ranges,
-    )
 
     config = settings.optuna
     study = open_study(
@@ -67,7 +68,6 @@ def _optuna(settings, *, initial_deltas, out_dir, **_unused) -> Proposer:
 
 
 def _offline(settings, *, token_clusters, n_clusters, tokenize, **_unused) -> Proposer:
-    from crsp_ops.evolve.offline_proposer import OfflineProposer
 
     return OfflineProposer(
         ClusterCounter(token_clusters, n_clusters, tokenize),

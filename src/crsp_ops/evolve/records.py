@@ -1,6 +1,6 @@
 """Records the evolution loop passes around: what a proposer sees and what it returns.
 
-The minibatch result comes from ``crsp_ops.evaluation.minibatch.run_minibatch``; the loop only
+The minibatch result comes from ``crsp_ops.evolve.minibatch.run_minibatch``; the loop only
 relies on the attributes named by ``ExampleResult`` and ``ScoresLike`` (structural types), so a
 test twin can stand in for it.
 """

@@ -15,11 +15,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.evaluation.minibatch_grading import grading_from_settings
 from crsp_ops.evolve.heldout import evaluate_heldout, heldout_examples
 from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
+from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
+from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.evolve.pool import load_questions, select_pool
 from crsp_ops.evolve.proposer_factory import build_proposer
+from crsp_ops.evolve.registry import register_processor
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
@@ -34,6 +38,7 @@ from crsp_ops.evolve.store import (
     SUMMARY,
     EvolutionStore,
 )
+from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking import Tracker
 
@@ -82,8 +87,6 @@ def record_mlflow_run(store: EvolutionStore, tracker: Tracker, tracking_uri: str
 
 def replay_history(store: EvolutionStore, tracker: Tracker) -> None:
     """Log the metrics of iterations finished by an earlier invocation into this run."""
-    from crsp_ops.evolve.iteration_outputs import iteration_metrics
-
     tokens = 0.0
     for row in store.read_history():
         tokens += row.proposer_metrics.get("reflector_total_tokens", 0.0)
@@ -106,10 +109,6 @@ def run_job(
     tracking_uri: str | None,
 ) -> EvolutionOutcome:
     """Run (or resume) one evolution job inside an open tracker run."""
-    from crsp_ops.evaluation.minibatch import run_minibatch
-    from crsp_ops.evaluation.minibatch_grading import grading_from_settings
-    from crsp_ops.steering.runtime import open_backend, prompt_template, sampling_params
-
     settings = resolved.settings
     started = time.perf_counter()
     clusters = load_cluster_inputs(paths.clusters_dir)
@@ -204,7 +203,6 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
 
 
 def _register(settings, store, clusters, tracker, tracking_uri, heldout, proposer_kind) -> None:
-    from crsp_ops.evolve.registry import register_processor
 
     registration = register_processor(
         tracker.client, tracking_uri=tracking_uri, run_id=tracker.run_id,

@@ -50,7 +50,7 @@ from crsp_ops.inference.hf_token_pieces import (
     piece_to_bytes,
 )
 from crsp_ops.inference.records import LogprobSemantics
-from crsp_ops.rollouts import Rollout
+from crsp_ops.inference.rollouts import Rollout
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ class InferenceContext:
         token_rewards: Sequence[float] | None = None,
         logprob_semantics: LogprobSemantics | None = None,
     ) -> Rollout:
-        """Build a validated :class:`~crsp_ops.rollouts.Rollout` from one chat choice.
+        """Build a validated :class:`~crsp_ops.inference.rollouts.Rollout` from one chat choice.
 
         Args:
             prompt: the prompt string or message list the request was made with.

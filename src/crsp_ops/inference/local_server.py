@@ -44,6 +44,9 @@ from crsp_ops.inference.server_protocol import (
     parse_chat_request,
     token_id_form,
 )
+from crsp_ops.inference.server_top_logprobs import step_logprobs, top_alternatives
+from crsp_ops.inference.transformers_backend import TransformersBackend, completion_to_choice
+from crsp_ops.steering.table import load_table_and_count
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +126,6 @@ class LocalChatService:
     def _choice(
         self, request: ChatRequest, completion: Any, deltas: list[float] | None
     ) -> dict[str, Any]:
-        from crsp_ops.inference.transformers_backend import completion_to_choice
 
         choice = completion_to_choice(completion, self.backend.tokenizer)
         logprobs = choice.get("logprobs")
@@ -131,7 +133,6 @@ class LocalChatService:
             return choice
         top_ids = None
         if request.top_logprobs and completion.token_ids:
-            from crsp_ops.inference.server_top_logprobs import step_logprobs, top_alternatives
 
             steps = step_logprobs(
                 self.backend.model, completion, request.params, completion.logprob_semantics,
@@ -195,11 +196,8 @@ def make_handler(service: LocalChatService) -> type[BaseHTTPRequestHandler]:
 
 def build_service(args: argparse.Namespace) -> LocalChatService:
     """Load the model (and the steering table) named on the command line."""
-    from crsp_ops.inference.transformers_backend import TransformersBackend
-
     table, n_clusters = None, None
     if args.token_clusters:
-        from crsp_ops.steering.table import load_table_and_count
 
         table, n_clusters = load_table_and_count(args.token_clusters)
     backend = TransformersBackend.from_pretrained(

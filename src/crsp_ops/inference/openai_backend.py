@@ -32,6 +32,7 @@ from typing import Any
 import openai
 
 from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.records import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.request_options import (
     ENGINES,
@@ -39,6 +40,7 @@ from crsp_ops.inference.request_options import (
     rollout_request_options,
 )
 from crsp_ops.inference.server_manager import ServerManager
+from crsp_ops.steering.request_fields import steering_request_fields
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +143,6 @@ def steering_fields(engine: str, deltas: list[float] | None) -> dict[str, Any]:
     if deltas is None:
         return {}
     # Imported lazily: the steering package pulls torch-side code the client never needs.
-    from crsp_ops.steering.request_fields import steering_request_fields
 
     return dict(steering_request_fields(engine, deltas))
 
@@ -170,7 +171,6 @@ def response_token_ids(choice: Any, tokenizer: Any | None) -> list[int]:
         return [parse_token_id(item.token) for item in content]
     # Imported lazily: only servers that return neither ids nor token_id:N need the
     # byte-level round trip the InferenceContext implements.
-    from crsp_ops.inference.context import InferenceContext
 
     return [int(t) for t in InferenceContext(tokenizer).response_tokens_from_choice(choice)]
 

@@ -15,6 +15,7 @@ import torch
 
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
 from crsp_ops.inference.records import Completion, LogprobSemantics, SamplingParams
+from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 
 
 def step_logprobs(
@@ -36,7 +37,6 @@ def step_logprobs(
     scores = logits[len(prompt) - 1 : len(prompt) - 1 + len(response)]  # (R, V)
     if semantics == "processed":
         if deltas is not None:
-            from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 
             scores = ClusterBiasLogitsProcessor(token_clusters, deltas)(None, scores)
         if not params.greedy:

@@ -29,6 +29,7 @@ from crsp_ops.inference.backend import GenerationBackend, Message
 from crsp_ops.inference.hf_chat import encode_chat
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
 from crsp_ops.inference.records import Completion, SamplingParams
+from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 from crsp_ops.steering.token_rules import eos_token_ids
 
 logger = logging.getLogger(__name__)
@@ -165,7 +166,6 @@ class TransformersBackend(GenerationBackend):
         if len(deltas) != self.n_clusters:
             raise ValueError(f"{len(deltas)} deltas for a table of {self.n_clusters} clusters")
         # imported lazily: steering is optional for plain generation
-        from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 
         return [ClusterBiasLogitsProcessor(self.token_clusters, deltas, n_clusters=self.n_clusters)]
 

@@ -13,9 +13,11 @@ step goes to MLflow (experiment ``crsp-base-model``).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, FINANCEBENCH_DIR, LIMO_DIR
+from pipelines.entry import stage_main
 
 HELP = "train the tiny base model (or validate an HF model dir) -> models/base/"
 
@@ -31,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train (or validate) the base model and record it, with its MLflow run."""
-    from crsp_ops.pipelines.stage_io import record_run, settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import record_run, settings_from
 
     resolved = settings_from(args)
     model = resolved.settings.model
@@ -125,3 +127,9 @@ def _record_existing(args: argparse.Namespace, source: str) -> dict:
     }
     write_model_ref(args.out, info.path, summary)
     return summary
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,22 +7,27 @@ built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics
 
 Tiny CPU run:
     crsp-ops train --model models/base --out models/crsp --set train.steps=4
-    accelerate launch -m crsp_ops.cli train --set train.mixed_precision=bf16   # multi-GPU
+    accelerate launch -m pipelines.cli train --set train.mixed_precision=bf16   # multi-GPU
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from pipelines.entry import stage_main
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` arguments."""
-    parser.add_argument("--model", default="models/base", help="HF model directory to train")
-    parser.add_argument("--out", default="models/crsp", help="output directory")
-    parser.add_argument("--limo", default="data/limo", help="LIMO rows (file or directory)")
+    parser.add_argument("--model", default=str(SEEDED_MODEL_DIR),
+                        help="HF model directory to train (the seed stage's output)")
+    parser.add_argument("--out", default=str(CRSP_MODEL_DIR), help="output directory")
+    parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the newest checkpoint under --out")
 
@@ -33,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
 
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
+    from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.checkpointing import latest_checkpoint
-    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, make_accelerator
+    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
-    from crsp_ops.pipelines.stage_io import record_run
     from crsp_ops.tracking import NullTracker, start_run
+    from pipelines.stage_io import record_run
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
@@ -46,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
-    model, tokenizer = load_model(checkpoint or root / args.model)
+    model, tokenizer = load_causal_lm(checkpoint or root / args.model)
     train_tasks, heldout_tasks = limo_math_tasks(settings, root / args.limo)
     tags = {"crsp.algorithm": settings.train.algorithm_name,
             "crsp.resumed_from": str(checkpoint or "")}
@@ -70,21 +77,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_model(model_dir: Path):
-    """Load an HF causal LM and its tokenizer from a local directory (never the hub)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from crsp_ops.models.model_ref import resolve_model_dir
-
-    model_dir = resolve_model_dir(model_dir)
-    if not (Path(model_dir) / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} is not an HF model directory (no config.json); "
-                                "run `crsp-ops base-model` or pass --model")
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
-    return model, tokenizer
-
-
 def limo_math_tasks(settings, limo_path: Path):
     """(training, held-out) math tasks from the LIMO rows, or ((), ()) without rows."""
     from crsp_ops.crsp.limo_tasks import load_limo_rows, math_tasks, split_heldout
@@ -101,3 +93,9 @@ def limo_math_tasks(settings, limo_path: Path):
     return math_tasks(train_rows), math_tasks(heldout_rows)
 
 
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,8 +14,10 @@ parallel workers, or journal:<path>).
 from __future__ import annotations
 
 import argparse
+import sys
 
-from crsp_ops.pipelines import evolve
+from pipelines import evolve
+from pipelines.entry import stage_main
 
 HELP = "Optuna baseline of the delta evolution (same loop, ask/tell TPE proposer)"
 
@@ -28,3 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the evolve job with ``evolve.proposer=optuna``."""
     return evolve.run(args, forced_proposer="optuna")
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

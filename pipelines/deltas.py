@@ -15,9 +15,11 @@ Reads: the ``deltas`` section (default, file, overrides, clamp).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 
 from crsp_ops.paths import CLUSTERS_DIR, INITIAL_DELTAS
+from pipelines.entry import stage_main
 
 HELP = "write the initial per-cluster deltas, validated against the cluster ids"
 
@@ -95,3 +97,9 @@ def run(args: argparse.Namespace) -> int:
     path = save_deltas(args.out, deltas)
     print(f"deltas: {n_clusters} clusters -> {path}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

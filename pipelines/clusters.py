@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR
+from pipelines.entry import stage_main
 
 HELP = "cluster the model's vocabulary (EOS, numeric, k-means over token embeddings)"
 
@@ -82,11 +83,11 @@ def cluster_vocabulary(model_dir: str | os.PathLike, clusters, *, progress: bool
 
 def run(args: argparse.Namespace) -> int:
     """Build, save and log the token clusters."""
-    from crsp_ops.pipelines.stage_io import record_run, settings_from
     from crsp_ops.steering.cluster_io import DESCRIPTIONS_FILE, save_token_clusters
     from crsp_ops.steering.embedder import EmbeddingDeviceError
     from crsp_ops.steering.table import META_FILE
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import record_run, settings_from
 
     resolved = settings_from(args)
     with start_run("clusters", resolved, tags={"crsp.model_dir": str(args.model)}) as tracker:
@@ -120,3 +121,9 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {out}"
     )
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

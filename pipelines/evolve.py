@@ -16,6 +16,10 @@ state.json (resume) and mlflow_run.json (the run(s) that produced them).
 from __future__ import annotations
 
 import argparse
+import sys
+
+from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
+from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
 
@@ -26,11 +30,11 @@ def add_arguments(
     parser: argparse.ArgumentParser, *, default_out: str = "outputs/evolution"
 ) -> None:
     """Add the evolve arguments (paths are relative to the project root)."""
-    parser.add_argument("--model", default="models/base", help="model directory")
-    parser.add_argument("--clusters", default="outputs/clusters", help="clusters stage output")
-    parser.add_argument("--deltas", default="outputs/deltas/deltas_initial.json",
+    parser.add_argument("--model", default=str(BASE_MODEL_DIR), help="model directory")
+    parser.add_argument("--clusters", default=str(CLUSTERS_DIR), help="clusters stage output")
+    parser.add_argument("--deltas", default=str(INITIAL_DELTAS),
                         help="initial deltas JSON")
-    parser.add_argument("--pool", default="data/financebench",
+    parser.add_argument("--pool", default=str(FINANCEBENCH_DIR),
                         help="financebench stage dir (pool.jsonl + heldout.jsonl) or a JSONL file")
     parser.add_argument(
         "--out", default=default_out,
@@ -106,3 +110,9 @@ def _resolve_out(out: str) -> str:
 
     name = os.environ.get("MLFLOW_RUN_ID") or time.strftime("%Y%m%d-%H%M%S")
     return f"outputs/evolution_runs/{name}"
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

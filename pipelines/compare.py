@@ -8,13 +8,17 @@ mlflow run . -e compare --env-manager local
 from __future__ import annotations
 
 import argparse
+import sys
+
+from crsp_ops.paths import COMPARE_DIR
+from pipelines.entry import stage_main
 
 HELP = "compare evolution runs from MLflow (table + plot)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the compare arguments."""
-    parser.add_argument("--out", default="outputs/compare", help="where the plot and JSON go")
+    parser.add_argument("--out", default=str(COMPARE_DIR), help="where the plot and JSON go")
     parser.add_argument("--max-runs", type=int, default=50, help="newest runs compared")
     parser.add_argument("--experiment", action="append", default=None,
                         help="experiment name (repeatable; default <prefix>-evolve)")
@@ -50,3 +54,9 @@ def run(args: argparse.Namespace) -> int:
                       json.dumps([asdict(r) for r in rows], indent=2, default=str) + "\n")
     print(f"wrote {plot} and {out / 'comparison.json'}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,9 +8,11 @@ crsp-ops limo --set limo.source=/data/limo.jsonl
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from crsp_ops.paths import LIMO_DIR
+from pipelines.entry import stage_main
 
 HELP = "LIMO trajectories (synthetic | hub:GAIR/LIMO | local file) -> data/limo/"
 
@@ -24,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, validate and write the LIMO rows; log counts to MLflow (experiment crsp-data)."""
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.limo import load_limo
-    from crsp_ops.pipelines.stage_io import settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     limo = resolved.settings.limo
@@ -53,3 +55,9 @@ def run(args: argparse.Namespace) -> int:
     for reason, count in sorted(result.skipped_reasons.items()):
         print(f"  skipped {count}: {reason}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,32 +13,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from crsp_ops.paths import BASE_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from pipelines.entry import stage_main
 
 HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``seed`` arguments."""
-    parser.add_argument("--model", default="models/base", help="HF model directory to seed")
-    parser.add_argument("--limo", default="data/limo", help="LIMO rows (file or directory)")
-    parser.add_argument("--out", default="models/seeded", help="output model directory")
+    parser.add_argument("--model", default=str(BASE_MODEL_DIR), help="HF model directory to seed")
+    parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
+    parser.add_argument("--out", default=str(SEEDED_MODEL_DIR), help="output model directory")
 
 
 def run(args: argparse.Namespace) -> int:
     """Seed (or copy) the model and record its MLflow run beside it."""
     from crsp_ops.config import load_settings
+    from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.limo_tasks import load_limo_rows, split_heldout
     from crsp_ops.crsp.seeding import run_seeding
-    from crsp_ops.crsp.selfplay_trainer import make_accelerator
+    from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
-    from crsp_ops.pipelines.stage_io import record_run
-    from crsp_ops.pipelines.train import load_model
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import record_run
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
     seeding, out = settings.seeding, root / args.out
-    model, tokenizer = load_model(root / args.model)
+    model, tokenizer = load_causal_lm(root / args.model)
     with start_run("seed", resolved, tags={"crsp.seeding": str(seeding.enabled)}) as tracker:
         record_run(out, tracker)
         summary = {"enabled": seeding.enabled, "steps": 0}
@@ -63,3 +67,9 @@ def run(args: argparse.Namespace) -> int:
         (out / "seeding_summary.json").write_text(json.dumps(summary, indent=2))
     print(f"seeded model in {out}: {summary}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

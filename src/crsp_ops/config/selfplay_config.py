@@ -84,10 +84,10 @@ class RewardSettings:
         if unknown:
             raise ValueError(f"reward.creativity_dimensions: unknown {unknown}; use some of "
                              f"{list(KNOWN_DIMENSIONS)}")
-        if self.alpha_decay_enabled and self.alpha_schedule == "linear" and (
+        if self.alpha_decay_enabled and self.alpha_schedule != "constant" and (
                 self.alpha_s_start > self.alpha_s_end or self.alpha_c_start > self.alpha_c_end):
             raise ValueError("reward.alpha_*_start must not exceed reward.alpha_*_end for the "
-                             "linear schedule (the weights of correctness only rise)")
+                             "linear and rlsp_coupled schedules (the weights only rise)")
 
 
 @dataclass(frozen=True)

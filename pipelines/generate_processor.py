@@ -14,8 +14,10 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import sys
 
 from crsp_ops.paths import CLUSTERS_DIR
+from pipelines.entry import stage_main
 
 HELP = "write a self-contained processor.py (SGLang) from the cluster table and a deltas file"
 
@@ -44,3 +46,9 @@ def run(args: argparse.Namespace) -> int:
     path = write_processor(args.out, table, deltas, n_clusters=n_clusters)
     print(f"generate-processor: {len(table)} tokens, {n_clusters} clusters -> {path}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,9 +10,11 @@ never sampled into a minibatch, so runs are compared on the same examples.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from crsp_ops.paths import FINANCEBENCH_DIR
+from pipelines.entry import stage_main
 
 HELP = "FinanceBench pool + held-out split (synthetic | local JSONL) -> data/financebench/"
 
@@ -26,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, validate, split and write the FinanceBench rows; log counts to MLflow."""
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.financebench import load_financebench, split_pool_heldout
-    from crsp_ops.pipelines.stage_io import settings_from
     from crsp_ops.tracking import start_run
+    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     bench = resolved.settings.financebench
@@ -58,3 +60,9 @@ def run(args: argparse.Namespace) -> int:
     for reason, count in sorted(result.skipped_reasons.items()):
         print(f"  skipped {count}: {reason}")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,14 +36,20 @@ from typing import Any
 from crsp_ops.config import Settings
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.inference.backend import GenerationBackend
+from crsp_ops.inference.canary import run_canary
+from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
 from crsp_ops.inference.records import SamplingParams
-from crsp_ops.steering.runtime_server import (
+from crsp_ops.inference.server_launch import (
     api_key,
     served_model_name,
     server_argv,
     server_root,
     table_path,
 )
+from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+from crsp_ops.inference.transformers_backend import TransformersBackend
+from crsp_ops.models.model_ref import resolve_model_dir
+from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV, load_table_and_count
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +97,6 @@ def open_backend(
             healthy (the message carries its log tail).
         crsp_ops.inference.canary.SteeringCanaryError: the server does not apply the deltas.
     """
-    from crsp_ops.models.model_ref import resolve_model_dir
-
     model_dir = resolve_model_dir(model_dir)
     table, n_clusters = _load_table(clusters_dir)
     if settings.generation.backend == "transformers":
@@ -109,7 +113,6 @@ def open_backend(
 def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
     if clusters_dir is None:
         return None, None
-    from crsp_ops.steering.table import load_table_and_count
 
     return load_table_and_count(clusters_dir)
 
@@ -117,7 +120,6 @@ def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None
 def _transformers_backend(
     settings: Settings, model_dir: str | os.PathLike, table: Any, n_clusters: int | None
 ) -> GenerationBackend:
-    from crsp_ops.inference.transformers_backend import TransformersBackend
 
     generation = settings.generation
     logger.info(
@@ -139,8 +141,6 @@ def _server_backend(
     stack: ExitStack,
 ) -> GenerationBackend:
     """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
-    from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
-
     generation = settings.generation
     steering = table is not None
     if steering and generation.engine not in STEERING_ENGINES:
@@ -172,7 +172,6 @@ def _server_backend(
         "on" if steering else "off",
     )
     if steering and generation.canary:
-        from crsp_ops.inference.canary import run_canary
 
         run_canary(backend, n_clusters, token_clusters=table, engine=generation.engine)
     return backend
@@ -185,9 +184,6 @@ def _server_manager(
 
     Returns ``None`` for a running generic OpenAI endpoint (hosted APIs have no health path).
     """
-    from crsp_ops.inference.server_manager import ServerConfig, ServerManager
-    from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV
-
     generation = settings.generation
     table = None if clusters_dir is None else str(table_path(clusters_dir))
     if not generation.server_command and generation.engine not in STEERING_ENGINES:

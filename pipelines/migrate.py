@@ -20,6 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pipelines.entry import stage_main
+
 HELP = "Migrate an AZR-style codebase to CRSP names (rewrite, rename, validate)."
 
 
@@ -127,3 +129,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

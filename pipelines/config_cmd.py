@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from pipelines.entry import stage_main
 
 HELP = "show, check or sync the configuration (Kconfig -> .config -> params.yaml)"
 
@@ -46,3 +49,9 @@ def run(args: argparse.Namespace) -> int:
     for key, value in flat.items():
         print(f"{key:<{width}}  {value!r:<30}  [{resolved.sources[key]}]")
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.steering.table import TABLE_FILE
 
 PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python")
 
@@ -108,7 +109,5 @@ def served_model_name(served_model: str, model_dir: str | os.PathLike) -> str:
 
 def table_path(clusters_dir: str | os.PathLike) -> Path:
     """``token_clusters.npy`` inside a clusters directory (or the file itself), absolute."""
-    from crsp_ops.steering.table import TABLE_FILE
-
     path = Path(clusters_dir)
     return (path / TABLE_FILE if path.is_dir() else path).resolve()

@@ -16,8 +16,10 @@ with Ctrl-C or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from crsp_ops.paths import BASE_MODEL_DIR
+from pipelines.entry import stage_main
 
 HELP = "serve a local model over an OpenAI-compatible API with cluster steering (CPU-friendly)"
 
@@ -34,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def local_server_argv(args: argparse.Namespace, settings) -> list[str]:
     """The ``crsp_ops.inference.local_server`` argv for these arguments and settings."""
+    from crsp_ops.inference.server_launch import host_and_port, served_model_name
     from crsp_ops.models.model_ref import resolve_model_dir
-    from crsp_ops.steering.runtime_server import host_and_port, served_model_name
 
     host, port = host_and_port(settings.generation.base_url)
     argv = [
@@ -60,3 +62,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(overrides=args.overrides).settings
     local_server.main(local_server_argv(args, settings))
     return 0
+
+
+main = stage_main(sys.modules[__name__])
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""``crsp-ops``: one subcommand per DVC stage and MLflow entry point.
+
+Every subcommand takes ``--set section.key=value`` (repeatable) to override the configuration
+for one run; see ``crsp-ops config show`` for the effective values and their sources. Each
+subcommand is also ``python -m pipelines.<module>`` (the module named below).
+
+Examples:
+    crsp-ops config show
+    crsp-ops limo --set limo.n_synthetic=50
+    crsp-ops base-model --set model.tiny_train_steps=100
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from pipelines.commands import COMMANDS
+from pipelines.entry import execute, stage_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``crsp-ops`` argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="crsp-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        sub = subparsers.add_parser(
+            name, help=module.HELP, description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        stage_parser(module, sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``crsp-ops`` console script."""
+    return execute(build_parser(), argv, "crsp-ops")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""The ``crsp-ops`` subcommands and the driver module each one runs."""
+
+COMMANDS: dict[str, str] = {
+    "config": "pipelines.config_cmd",
+    "limo": "pipelines.limo",
+    "financebench": "pipelines.financebench",
+    "base-model": "pipelines.base_model",
+    "clusters": "pipelines.clusters",
+    "deltas": "pipelines.deltas",
+    "generate-processor": "pipelines.generate_processor",
+    "evolve": "pipelines.evolve",
+    "optuna": "pipelines.optuna",
+    "compare": "pipelines.compare",
+    "seed": "pipelines.seed",
+    "train": "pipelines.train",
+    "serve": "pipelines.serve",
+    "migrate": "pipelines.migrate",
+    "dvc-deps": "pipelines.dvc_deps",
+}
