@@ -16,7 +16,7 @@ from types import ModuleType
 
 from crsp_ops.config import ConfigError
 from crsp_ops.errors import DataError
-from crsp_ops.interrupts import Terminated, exit_on_signal, install_handlers
+from crsp_ops.interrupts import Terminated, ignore_late_signals, install_handlers
 from crsp_ops.tracking import disable_telemetry
 from crsp_ops.tracking.redaction import Redactor, install_log_redaction
 
@@ -79,8 +79,8 @@ def execute(parser: argparse.ArgumentParser, argv: Sequence[str] | None, name: s
     Configuration and data errors print one line (exit code 2); Ctrl+C/SIGTERM print one line
     (130) and are deferred while a tracking write is in progress (``crsp_ops.interrupts``).
     Log messages and these lines are redacted. When this is the process's own command line
-    (``argv`` is ``None``), a signal during interpreter teardown exits with the code already
-    decided instead of a traceback.
+    (``argv`` is ``None``), signals are ignored once the driver is done, so one arriving during
+    interpreter teardown cannot change the exit code.
     """
     disable_telemetry()
     redactor = Redactor.from_env(os.environ)
@@ -89,13 +89,13 @@ def execute(parser: argparse.ArgumentParser, argv: Sequence[str] | None, name: s
     args.overrides = [o for o in args.overrides if o is not None] + dotted_overrides(extra)
     name = getattr(args, "command", None) or name
     restore = install_handlers()
-    code = 1
     try:
-        code = _run(args, name, redactor)
-        return code
+        return _run(args, name, redactor)
+    except (KeyboardInterrupt, Terminated):  # in the instant between the driver's end and here
+        return EXIT_INTERRUPTED
     finally:
         if argv is None:
-            exit_on_signal(code)
+            ignore_late_signals()
         else:
             restore()
 

@@ -7,15 +7,13 @@ noted, and raised (``KeyboardInterrupt`` / ``Terminated``) when the outermost se
 This needs ``install_handlers()`` (the CLI calls it); Python runs signal handlers in the main
 thread only, so sections on other threads never need to defer anything.
 
-After a job's run has ended (FINISHED or KILLED) ``exit_on_signal(rc)`` makes a late signal
-during interpreter teardown exit with ``rc`` instead of a traceback and -2/-15.
+After a job's run has ended (FINISHED or KILLED) ``ignore_late_signals()`` keeps a late signal
+during interpreter teardown from turning the decided exit code into a traceback and -2/-15.
 """
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -88,18 +86,14 @@ def critical_section() -> Iterator[None]:
             raise interruption(signum)
 
 
-def exit_on_signal(code: int) -> None:
-    """From now on, SIGINT/SIGTERM end the process at once with ``code`` (teardown is skipped).
+def ignore_late_signals() -> None:
+    """Ignore SIGINT/SIGTERM from now on: for the interpreter's teardown after a job ended.
 
-    For the interpreter's teardown after a job's run has been ended and its files written.
+    The run is already ended and the files written, so a late signal must not turn a decided
+    exit code into a traceback and -2/-15. The disposition is SIG_IGN rather than a Python
+    handler because CPython resets Python-level handlers to the default action late in its
+    finalization, and a signal then would still kill the process; SIG_IGN stays. SIGKILL still
+    stops a teardown that hangs.
     """
-    def handler(signum, frame) -> None:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
-
     for signum in HANDLED:
-        signal.signal(signum, handler)
+        signal.signal(signum, signal.SIG_IGN)

@@ -64,13 +64,13 @@ def check_outputs(out: Path, initial: dict) -> str:
     return ""
 
 
-def running_runs(db: Path) -> list[str]:
+def runs(db: Path, status: str | None = None) -> list[str]:
     if not db.exists():
         return []
     client = MlflowClient(f"sqlite:///{db}")
     ids = [e.experiment_id for e in client.search_experiments()]
-    return [r.info.run_id for r in client.search_runs(
-        ids, filter_string="attributes.status = 'RUNNING'")] if ids else []
+    query = f"attributes.status = '{status}'" if status else ""
+    return [r.info.run_id for r in client.search_runs(ids, filter_string=query)] if ids else []
 
 
 @pytest.mark.slow
@@ -111,6 +111,7 @@ def test_random_signals_never_leave_a_run_running_nor_best_files_uncommitted(
             attempts += 1
             out = f"outputs/run_{run_index}"
             resume = (root / out / "state.json").exists()
+            runs_before = len(runs(root / "mlflow.db"))
             proc = launch(out, resume)
             delay = rng.uniform(0.0, 1.1 * full_s)
             signum = rng.choice([signal.SIGINT, signal.SIGTERM])
@@ -123,20 +124,24 @@ def test_random_signals_never_leave_a_run_running_nor_best_files_uncommitted(
             _, err = proc.communicate(timeout=300)
             stats[f"rc {proc.returncode}"] += 1
             stats["resumed" if resume else "fresh"] += 1
+            opened_a_run = len(runs(root / "mlflow.db")) > runs_before
             if proc.returncode == 0:
                 run_index += 1  # finished (or signalled only in teardown): next one is fresh
                 stats["finished runs"] += 1
-            elif proc.returncode not in (130, 1, -signal.SIGTERM):
-                problems.append(f"rc {proc.returncode}: {err[-1500:]}")
-            if proc.returncode == 1 and "Traceback" in err and "KeyboardInterrupt" not in err:
+            elif proc.returncode != 130 and opened_a_run:
+                problems.append(f"rc {proc.returncode} after the run started: {err[-1500:]}")
+            elif proc.returncode != 130:  # killed while importing, before any run existed
+                stats["signalled during startup"] += 1
+            if "Traceback" in err and not any(
+                    kind in err for kind in ("KeyboardInterrupt", "Terminated")):
                 problems.append(f"crash: {err[-1500:]}")
-            stuck = running_runs(root / "mlflow.db")
+            stuck = runs(root / "mlflow.db", "RUNNING")
             if stuck:
                 problems.append(f"delivery {delivered}: RUNNING runs {stuck}; {err[-1500:]}")
             mismatch = check_outputs(root / out, initial)
             if mismatch:
                 problems.append(f"delivery {delivered}: {mismatch}")
-    stats["RUNNING runs"] = len(running_runs(root / "mlflow.db"))
+    stats["RUNNING runs"] = len(runs(root / "mlflow.db", "RUNNING"))
     print("\n" + json.dumps({"deliveries": delivered, "launches": attempts,
                              "undisturbed_run_s": round(full_s, 1),
                              "test_s": round(time.monotonic() - started_all, 1), **stats}))
