@@ -107,16 +107,19 @@ def test_random_signals_never_leave_a_run_running_nor_best_files_uncommitted(
         full_s = time.monotonic() - began
 
         run_index, delivered, attempts = 0, 0, 0
-        while delivered < DELIVERIES and attempts < 3 * DELIVERIES:
+        typical_s = full_s  # the latest untouched launch's duration (the CPU load varies)
+        while delivered < DELIVERIES and attempts < 4 * DELIVERIES:
             attempts += 1
             out = f"outputs/run_{run_index}"
             resume = (root / out / "state.json").exists()
             runs_before = len(runs(root / "mlflow.db"))
             proc = launch(out, resume)
-            delay = rng.uniform(0.0, 1.1 * full_s)
+            delay = rng.uniform(0.0, typical_s)
             signum = rng.choice([signal.SIGINT, signal.SIGTERM])
+            began = time.monotonic()
             try:
                 proc.wait(timeout=delay)
+                typical_s = time.monotonic() - began
             except subprocess.TimeoutExpired:
                 proc.send_signal(signum)
                 delivered += 1
@@ -145,6 +148,6 @@ def test_random_signals_never_leave_a_run_running_nor_best_files_uncommitted(
     print("\n" + json.dumps({"deliveries": delivered, "launches": attempts,
                              "undisturbed_run_s": round(full_s, 1),
                              "test_s": round(time.monotonic() - started_all, 1), **stats}))
-    assert delivered >= DELIVERIES
     assert problems == []
+    assert delivered >= DELIVERIES
     assert stats["RUNNING runs"] == 0
