@@ -73,6 +73,8 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
         str(args.limo / "limo.jsonl"), synthetic_count=1, seed=0, hub_split="", hub_revision=None
     )
     pool = load_financebench(str(args.financebench / "pool.jsonl"), synthetic_count=1, seed=0)
+    tracker.log_metrics({"data_limo_skipped_rows": float(limo.n_skipped),
+                         "data_pool_skipped_rows": float(pool.n_skipped)}, step=0)
     torch.manual_seed(model.tiny_seed)
     report = build_tiny_base_model(
         args.out,

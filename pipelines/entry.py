@@ -9,16 +9,19 @@ exit codes.
 from __future__ import annotations
 
 import argparse
-import signal
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from crsp_ops.config import ConfigError
-from crsp_ops.interrupts import Terminated, raise_terminated
+from crsp_ops.errors import DataError
+from crsp_ops.interrupts import Terminated, ignore_late_signals, install_handlers
 from crsp_ops.tracking import disable_telemetry
+from crsp_ops.tracking.redaction import Redactor, install_log_redaction
 
 EXIT_CONFIG_ERROR = 2
+EXIT_DATA_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
@@ -71,22 +74,45 @@ def stage_parser(driver: ModuleType, parser: argparse.ArgumentParser) -> argpars
 
 
 def execute(parser: argparse.ArgumentParser, argv: Sequence[str] | None, name: str) -> int:
-    """Parse ``argv`` and run the chosen driver; map errors and signals to exit codes."""
+    """Parse ``argv`` and run the chosen driver; map errors and signals to exit codes.
+
+    Configuration and data errors print one line (exit code 2); Ctrl+C/SIGTERM print one line
+    (130) and are deferred while a tracking write is in progress (``crsp_ops.interrupts``).
+    Log messages and these lines are redacted. When this is the process's own command line
+    (``argv`` is ``None``), signals are ignored once the driver is done, so one arriving during
+    interpreter teardown cannot change the exit code.
+    """
     disable_telemetry()
+    redactor = Redactor.from_env(os.environ)
+    install_log_redaction(redactor)
     args, extra = parser.parse_known_args(argv)
     args.overrides = [o for o in args.overrides if o is not None] + dotted_overrides(extra)
     name = getattr(args, "command", None) or name
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    restore = install_handlers()
+    try:
+        return _run(args, name, redactor)
+    except (KeyboardInterrupt, Terminated):  # in the instant between the driver's end and here
+        return EXIT_INTERRUPTED
+    finally:
+        if argv is None:
+            ignore_late_signals()
+        else:
+            restore()
+
+
+def _run(args: argparse.Namespace, name: str, redactor: Redactor) -> int:
+    def fail(message: str, code: int) -> int:
+        print(redactor.text(f"crsp-ops {name}: {message}"), file=sys.stderr)
+        return code
+
     try:
         return int(args._driver.run(args) or 0)
     except ConfigError as error:
-        print(f"crsp-ops {name}: configuration error: {error}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return fail(f"configuration error: {error}", EXIT_CONFIG_ERROR)
+    except DataError as error:
+        return fail(f"data error: {error}", EXIT_DATA_ERROR)
     except (KeyboardInterrupt, Terminated):
-        print(f"crsp-ops {name}: interrupted; partial results were saved", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        return fail("interrupted; partial results were saved", EXIT_INTERRUPTED)
 
 
 def stage_main(driver: ModuleType) -> Callable[[Sequence[str] | None], int]:

@@ -90,7 +90,8 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     if paths.resume:
         tags["crsp.resumed"] = "true"
     try:
-        with start_run(JOB, resolved, run_name=f"{kind}-{out.name}", tags=tags) as tracker:
+        with start_run(JOB, resolved, run_name=f"{kind}-{out.name}", tags=tags,
+                       owner_tag="crsp.out_dir") as tracker:
             outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
                               tracking_uri=uri)
     except ProposalFailedError as error:

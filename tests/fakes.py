@@ -19,8 +19,10 @@ class ScriptedJSONServer:
     """A JSON-over-HTTP server on 127.0.0.1 for tests of clients of paid or external APIs.
 
     Each POST is answered by ``script(body, count) -> (status, payload, delay_s)``, where
-    ``count`` is the number of requests received so far, this one included. Request bodies,
-    paths and headers (names lower-cased) are recorded in order. Use it as a context manager.
+    ``count`` is the number of requests received so far, this one included; ``payload`` is
+    sent as JSON, or as it is when it is ``bytes``, and a fourth item, when given, is the
+    Content-Type. Request bodies, paths and headers (names lower-cased) are recorded in order.
+    Use it as a context manager.
     """
 
     def __init__(self, script):
@@ -45,11 +47,11 @@ class ScriptedJSONServer:
                     outer.paths.append(self.path)
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     count = len(outer.bodies)
-                status, payload, delay = outer.script(body, count)
+                status, payload, delay, *content_type = outer.script(body, count)
                 time.sleep(delay)
-                data = json.dumps(payload).encode()
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", (content_type or ["application/json"])[0])
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -35,6 +35,23 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             tmp.unlink()
 
 
+TEMP_GLOB = ".*.tmp"  # what ``atomic_path`` names its temporary files (default suffix)
+
+
+def remove_stale_temp_files(directory: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files a killed writer left under ``directory``; return them.
+
+    Call it only while no other process writes there (e.g. when a job takes over its output
+    directory): a live writer's temporary file would be removed too.
+    """
+    removed = []
+    for path in sorted(Path(directory).rglob(TEMP_GLOB)):
+        if path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def _default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -75,26 +92,43 @@ def atomic_write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
 def read_jsonl(
     path: str | os.PathLike, on_bad_line: Callable[[int, str], None] | None = None
 ) -> Iterator[dict]:
-    """Yield JSON objects from a JSONL file; lines that are not JSON objects go to ``on_bad_line``.
+    """Yield JSON objects from a JSONL file; bad lines go to ``on_bad_line``.
+
+    A line is bad when it is not valid UTF-8, not JSON, or not a JSON object; each line is
+    decoded on its own, so one badly encoded line costs that line only.
 
     Args:
         path: the file to read.
-        on_bad_line: called with ``(line_number, reason)`` for each unparsable line; when ``None``
+        on_bad_line: called with ``(line_number, reason)`` for each bad line; when ``None``
             such a line raises ``ValueError`` naming the file and line.
     """
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            row, reason = _jsonl_object(raw)
+            if row is not None:
+                yield row
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                reason = f"not JSON ({error.msg})"
-            else:
-                if isinstance(row, dict):
-                    yield row
-                    continue
-                reason = f"not a JSON object ({type(row).__name__})"
+            if reason is None:  # a blank line
+                continue
             if on_bad_line is None:
                 raise ValueError(f"{path}:{number}: {reason}")
             on_bad_line(number, reason)
+
+
+def _jsonl_object(raw: bytes) -> tuple[dict | None, str | None]:
+    """``(row, None)``, ``(None, reason)`` for a bad line, or ``(None, None)`` for a blank one."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return None, f"invalid UTF-8 (byte {error.start})"
+    if not line.strip():
+        return None, None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        return None, f"not JSON ({error.msg})"
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
+    if isinstance(row, dict):
+        return row, None
+    return None, f"not a JSON object ({type(row).__name__})"

@@ -13,9 +13,10 @@ from typing import Any, TypeVar
 
 from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
-from crsp_ops.data.load_result import LoadResult, RowError, SkipTally
+from crsp_ops.data.load_result import LoadResult, RowError, SkipTally, warn_skipped
 from crsp_ops.data.row_fields import optional_int, optional_str, required_str
 from crsp_ops.data.row_files import iter_raw_rows
+from crsp_ops.errors import DataError
 
 SYNTHETIC_SOURCE = "synthetic"
 
@@ -99,11 +100,16 @@ def load_financebench(
     raw_rows = iter_raw_rows(Path(source), lambda _line, why: tally.skip(why))
     result = tally.result(parse_financebench_rows(raw_rows, tally))
     if not result.rows:
-        raise ValueError(f"no valid FinanceBench row in {source} ({result.n_skipped} skipped)")
+        raise DataError(
+            f"no valid FinanceBench row in {source} ({result.n_skipped} skipped: "
+            f"{_top_reasons(result)}); each row needs financebench_id, question, answer"
+            " and a non-empty evidence list"
+        )
+    warn_skipped(result, source)
     ids = [row.financebench_id for row in result.rows]
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"{source}: duplicate financebench_id {duplicate!r}")
+        raise DataError(f"{source}: duplicate financebench_id {duplicate!r}; ids must be unique")
     return result
 
 
@@ -147,3 +153,8 @@ def render_question_prompt(example: FinanceBenchExample, *, template: str) -> st
     'Revenue was $5 million.\nQ: What was revenue?'
     """
     return template.format(evidence=example.evidence_passage, question=example.question)
+
+
+def _top_reasons(result: LoadResult) -> str:
+    reasons = sorted(result.skipped_reasons.items(), key=lambda item: -item[1])[:3]
+    return "; ".join(f"{why} x{count}" for why, count in reasons) or "the file is empty"

@@ -12,9 +12,10 @@ from typing import Any
 
 from crsp_ops.data.examples import LimoExample
 from crsp_ops.data.limo_synthetic import generate_limo_examples
-from crsp_ops.data.load_result import LoadResult, RowError, SkipTally
+from crsp_ops.data.load_result import LoadResult, RowError, SkipTally, warn_skipped
 from crsp_ops.data.row_fields import required_str
 from crsp_ops.data.row_files import iter_raw_rows
+from crsp_ops.errors import DataError
 
 HUB_PREFIX = "hub:"
 SYNTHETIC_SOURCE = "synthetic"
@@ -86,7 +87,12 @@ def load_limo(
     examples = parse_limo_rows(raw_rows, tally)
     result = tally.result(examples)
     if not result.rows:
-        raise ValueError(f"no valid LIMO row in {source} ({result.n_skipped} skipped)")
+        raise DataError(
+            f"no valid LIMO row in {source} ({result.n_skipped} skipped: "
+            f"{_top_reasons(result)}); each row needs question, solution and answer"
+            " as non-empty strings"
+        )
+    warn_skipped(result, source)
     return result
 
 
@@ -97,3 +103,8 @@ def _hub_rows(repo: str, *, split: str, revision: str | None) -> Iterable[Any]:
     import datasets
 
     return datasets.load_dataset(repo, split=split, revision=revision)
+
+
+def _top_reasons(result: LoadResult) -> str:
+    reasons = sorted(result.skipped_reasons.items(), key=lambda item: -item[1])[:3]
+    return "; ".join(f"{why} x{count}" for why, count in reasons) or "the file is empty"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 RowT = TypeVar("RowT")
+
+logger = logging.getLogger(__name__)
 
 
 class RowError(ValueError):
@@ -42,3 +45,11 @@ class SkipTally:
             n_skipped=sum(self._reasons.values()),
             skipped_reasons=dict(sorted(self._reasons.items())),
         )
+
+
+def warn_skipped(result: LoadResult, source: str) -> None:
+    """Log a warning naming ``source`` and why rows were skipped (nothing when none were)."""
+    if result.n_skipped:
+        reasons = ", ".join(f"{why}: {count}" for why, count in result.skipped_reasons.items())
+        logger.warning("%s: %d of %d rows skipped (%s)", source, result.n_skipped,
+                       result.n_skipped + len(result.rows), reasons)

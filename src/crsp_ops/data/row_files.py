@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from crsp_ops.atomic_io import read_jsonl
+from crsp_ops.errors import DataError, MissingInputError
 
 SUPPORTED_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -19,11 +20,11 @@ def iter_raw_rows(path: Path, on_bad_line: Callable[[int, str], None]) -> Iterat
     they are, so the caller's row parser decides what a non-object item means.
 
     Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: the suffix is not one of ``SUPPORTED_SUFFIXES`` or a JSON file is malformed.
+        MissingInputError: the file does not exist.
+        DataError: the suffix is not one of ``SUPPORTED_SUFFIXES`` or a JSON file is malformed.
     """
     if not path.is_file():
-        raise FileNotFoundError(f"dataset file not found: {path}")
+        raise MissingInputError(f"dataset file not found: {path} (check the configured path)")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         yield from read_jsonl(path, on_bad_line=on_bad_line)
@@ -32,7 +33,7 @@ def iter_raw_rows(path: Path, on_bad_line: Callable[[int, str], None]) -> Iterat
     elif suffix == ".parquet":
         yield from _parquet_rows(path)
     else:
-        raise ValueError(
+        raise DataError(
             f"unsupported dataset file {path}: expected one of {', '.join(SUPPORTED_SUFFIXES)}"
         )
 
@@ -40,12 +41,16 @@ def iter_raw_rows(path: Path, on_bad_line: Callable[[int, str], None]) -> Iterat
 def _json_items(path: Path) -> list[Any]:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON ({error.msg})") from error
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not valid UTF-8 at byte {error.start}; re-save it as UTF-8 "
+                        "(or as JSONL, where a bad line is skipped)") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        why = getattr(error, "msg", "nested too deeply")
+        raise DataError(f"{path}: not valid JSON ({why}); fix the file or use JSONL") from None
     if isinstance(document, dict) and isinstance(document.get("data"), list):
         return document["data"]
     if not isinstance(document, list):
-        raise ValueError(f"{path}: expected a JSON list of rows, got {type(document).__name__}")
+        raise DataError(f"{path}: expected a JSON list of rows, got {type(document).__name__}")
     return document
 
 
@@ -53,4 +58,8 @@ def _parquet_rows(path: Path) -> Iterator[dict]:
     # pyarrow comes with datasets; imported here so JSONL users never pay for it.
     import pyarrow.parquet as pq
 
-    yield from pq.read_table(path).to_pylist()
+    try:
+        table = pq.read_table(path)
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors have no common base
+        raise DataError(f"{path}: not a readable Parquet file ({error}); re-export it") from None
+    yield from table.to_pylist()

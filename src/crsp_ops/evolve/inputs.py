@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from crsp_ops.errors import DataError, MissingInputError
 from crsp_ops.steering.cluster_io import DESCRIPTIONS_FILE
 from crsp_ops.steering.deltas import Deltas, load_deltas
 from crsp_ops.steering.table import TABLE_FILE, load_table_and_count
@@ -33,20 +34,21 @@ def load_cluster_inputs(directory: str | Path) -> ClusterInputs:
     """Read ``token_clusters.npy``, ``clusters_meta.json`` and ``cluster_descriptions.json``.
 
     Raises:
-        FileNotFoundError: naming the stage to run when a file is missing.
-        ValueError: descriptions that do not cover exactly the cluster ids.
+        MissingInputError: naming the stage to run when a file is missing.
+        DataError: descriptions that do not cover exactly the cluster ids.
     """
     path = Path(directory)
     for name in (TABLE_FILE, DESCRIPTIONS_FILE):
         if not (path / name).is_file():
-            raise FileNotFoundError(
+            raise MissingInputError(
                 f"{path / name} is missing: run the clusters stage (crsp-ops clusters) first"
             )
     table, n_clusters = load_table_and_count(path)
     descriptions = json.loads((path / DESCRIPTIONS_FILE).read_text("utf-8"))
     if set(descriptions) != {str(i) for i in range(n_clusters)}:
-        raise ValueError(
-            f"{path / DESCRIPTIONS_FILE} must describe cluster ids 0..{n_clusters - 1}"
+        raise DataError(
+            f"{path / DESCRIPTIONS_FILE} must describe cluster ids 0..{n_clusters - 1}: "
+            "re-run the clusters stage (crsp-ops clusters)"
         )
     return ClusterInputs(path, table, n_clusters, descriptions)
 
@@ -54,5 +56,5 @@ def load_cluster_inputs(directory: str | Path) -> ClusterInputs:
 def load_initial_deltas(path: str | Path, n_clusters: int) -> Deltas:
     """Read and validate the initial deltas (exactly the cluster ids, finite numbers)."""
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} is missing: run the deltas stage (crsp-ops deltas) first")
+        raise MissingInputError(f"{path} is missing: run the deltas stage (crsp-ops deltas) first")
     return load_deltas(path, n_clusters=n_clusters, clamp=None)

@@ -138,7 +138,8 @@ def run_evolution(
 
     Raises:
         ProposalFailedError: a proposal failed and ``config.stop_on_failure`` is set.
-        KeyboardInterrupt: after ``deltas_best.json``/``processor_best.py`` were flushed.
+        KeyboardInterrupt: after ``deltas_best.json``/``processor_best.py`` were rewritten from
+            the last committed state (``state.json``; the initial deltas before any commit).
     """
     state = _initial_state(store, initial_deltas, proposer)
     resumed_from = state.next_iteration
@@ -153,7 +154,10 @@ def run_evolution(
                            outputs)
     except BaseException:
         outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
-        store.write_best(state.best)  # ... and the best found so far, committed or not
+        # ... and the best files from committed state only: an improvement found by the
+        # interrupted iteration is not in history.json nor state.json, so it is not reported.
+        committed = store.committed_best()
+        store.write_best(state.initial if committed is None else committed)
         raise
     outputs.close()
     return EvolutionOutcome(

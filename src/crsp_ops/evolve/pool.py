@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from crsp_ops.data.examples import FinanceBenchExample
 from crsp_ops.data.financebench import load_financebench, split_pool_heldout
+from crsp_ops.errors import MissingInputError
 
 POOL_FILE = "pool.jsonl"
 HELDOUT_FILE = "heldout.jsonl"
@@ -16,10 +18,17 @@ HELDOUT_FILE = "heldout.jsonl"
 T = TypeVar("T")
 
 
-def load_pool_and_heldout(
-    source: str | Path, *, heldout_size: int, seed: int
-) -> tuple[list[FinanceBenchExample], list[FinanceBenchExample]]:
-    """Load the pool and held-out questions.
+@dataclass(frozen=True)
+class Questions:
+    """The pool and held-out questions, and how many rows of each file were skipped."""
+
+    pool: list[FinanceBenchExample]
+    heldout: list[FinanceBenchExample]
+    skipped: dict[str, int]  # "pool" / "heldout" (or "file" for one split file) -> rows skipped
+
+
+def load_questions(source: str | Path, *, heldout_size: int, seed: int) -> Questions:
+    """Load the pool and held-out questions (skipped rows are counted and logged).
 
     Args:
         source: the financebench stage's directory (``pool.jsonl`` + ``heldout.jsonl``), or one
@@ -28,22 +37,34 @@ def load_pool_and_heldout(
         seed: split seed when splitting a single file.
 
     Raises:
-        FileNotFoundError: the source (or one of the directory's two files) is missing.
+        MissingInputError: the source (or one of the directory's two files) is missing.
+        DataError: a file holds no valid row.
     """
     path = Path(source)
     if path.is_dir():
         files = [path / POOL_FILE, path / HELDOUT_FILE]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
-            raise FileNotFoundError(
+            raise MissingInputError(
                 f"{path} is missing {missing}: run the financebench stage (dvc repro financebench) "
                 "or pass a FinanceBench JSONL file"
             )
-        return [list(load_financebench(str(f), synthetic_count=0, seed=0).rows) for f in files]
+        pool, heldout = (load_financebench(str(f), synthetic_count=0, seed=0) for f in files)
+        return Questions(list(pool.rows), list(heldout.rows),
+                         {"pool": pool.n_skipped, "heldout": heldout.n_skipped})
     if not path.is_file():
-        raise FileNotFoundError(f"pool {path} does not exist")
-    rows = list(load_financebench(str(path), synthetic_count=0, seed=0).rows)
-    return split_pool_heldout(rows, heldout_size=heldout_size, seed=seed)
+        raise MissingInputError(f"pool {path} does not exist: check --pool")
+    loaded = load_financebench(str(path), synthetic_count=0, seed=0)
+    pool, heldout = split_pool_heldout(list(loaded.rows), heldout_size=heldout_size, seed=seed)
+    return Questions(pool, heldout, {"file": loaded.n_skipped})
+
+
+def load_pool_and_heldout(
+    source: str | Path, *, heldout_size: int, seed: int
+) -> tuple[list[FinanceBenchExample], list[FinanceBenchExample]]:
+    """``(pool, heldout)`` of ``load_questions``."""
+    questions = load_questions(source, heldout_size=heldout_size, seed=seed)
+    return questions.pool, questions.heldout
 
 
 def select_pool(rows: Sequence[T], indices: Sequence[int] | None) -> list[T]:

@@ -2,11 +2,20 @@
 
 The client's own retries are off (``max_retries=0``): one bounded loop here retries transport
 errors and invalid replies alike, records every attempt, and never adopts invalid deltas.
+
+Policy on a bad reply: every failure of transport, HTTP, JSON, schema or content (see
+``reflector_reply.read_reply``, the one place a reply is judged) is a failed attempt with its
+reason, recorded in the exchange files; the proposer retries up to ``max_attempts`` (with
+backoff); when none is valid the proposal fails and the loop keeps the last good deltas, or
+stops when ``evolve.on_proposal_failure=stop``. Errors and raw replies are redacted (the key
+the client was built with, secret environment values and secret-looking patterns) before
+they are recorded, so a server echoing the key does not put it on disk or in MLflow.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +25,10 @@ from crsp_ops.evolve.evolving_summary import SummaryEntry, append_entry, render_
 from crsp_ops.evolve.iteration import Evidence, Exchange, Proposal
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.reflector_prompt import build_messages
-from crsp_ops.evolve.reflector_schema import parse_reply, response_format
+from crsp_ops.evolve.reflector_reply import HttpReply, printable, read_reply
+from crsp_ops.evolve.reflector_schema import MAX_SUMMARY_CHARS, response_format
 from crsp_ops.openai_client import resolve_endpoint
+from crsp_ops.tracking.redaction import Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +65,9 @@ class ReflectorProposer(Proposer):
         max_tokens: reply token limit.
         k_longest: show only the k longest responses (0 = all).
         max_response_chars: truncate each shown response (0 = never).
+        max_summary_chars: longest accepted summary update (longer replies are rejected).
+        redactor: applied to errors, raw replies and summaries before they are recorded
+            (default: from the environment and the client's ``api_key``).
         sleep: injectable for tests.
     """
 
@@ -72,6 +86,8 @@ class ReflectorProposer(Proposer):
         max_tokens: int,
         k_longest: int,
         max_response_chars: int,
+        max_summary_chars: int = MAX_SUMMARY_CHARS,
+        redactor: Redactor | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if max_attempts < 1:
@@ -86,6 +102,8 @@ class ReflectorProposer(Proposer):
         self.max_tokens = max_tokens
         self.k_longest = k_longest
         self.max_response_chars = max_response_chars
+        self.max_summary_chars = max_summary_chars
+        self.redactor = redactor or Redactor.from_env(os.environ, extra=_client_secrets(client))
         self.sleep = sleep
         self.summary: list[SummaryEntry] = []
 
@@ -129,28 +147,26 @@ class ReflectorProposer(Proposer):
     def _attempt(self, attempt: int, messages: list[dict[str, str]], request: dict[str, Any]):
         started = time.perf_counter()
         try:
-            response = self.client.chat.completions.create(messages=messages, **request)
-        except Exception as error:  # transport or HTTP error: retried like an invalid reply
-            if not _is_api_error(error):
-                raise
+            raw = self.client.chat.completions.with_raw_response.create(
+                messages=messages, **request)
+            http = HttpReply(raw.status_code, raw.headers.get("content-type", ""),
+                             raw.http_response.content)
+        except Exception as error:  # noqa: BLE001 - any transport/HTTP failure is an attempt
+            reason = printable(f"request failed: {type(error).__name__}: {error}", 4000)
             return Exchange(
                 attempt=attempt, messages=messages, request=request, raw_reply=None,
-                error=f"request failed: {type(error).__name__}: {error}",
-                latency_s=time.perf_counter() - started,
+                error=self.redactor.text(reason), latency_s=time.perf_counter() - started,
             ), None
-        latency = time.perf_counter() - started
-        content = response.choices[0].message.content if response.choices else None
-        usage = getattr(response, "usage", None)
-        tokens = {
-            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        }
-        try:
-            reply = parse_reply(content, n_clusters=self.n_clusters, clamp=self.clamp)
-        except ValueError as error:
-            return Exchange(attempt, messages, request, content, f"invalid reply: {error}",
-                            latency, **tokens), None
-        return Exchange(attempt, messages, request, content, None, latency, **tokens), reply
+        outcome = read_reply(http, n_clusters=self.n_clusters, clamp=self.clamp,
+                             max_summary_chars=self.max_summary_chars)
+        reply = outcome.reply
+        if reply is not None:
+            reply = type(reply)(deltas=reply.deltas, summary=self.redactor.text(reply.summary))
+        error = None if outcome.error is None else self.redactor.text(outcome.error)
+        return Exchange(
+            attempt, messages, request, self.redactor.text(outcome.raw_reply), error,
+            time.perf_counter() - started, outcome.prompt_tokens, outcome.completion_tokens,
+        ), reply
 
     def state_dict(self) -> dict[str, Any]:
         """The evolving summary entries."""
@@ -166,12 +182,11 @@ class ReflectorProposer(Proposer):
         return render_summary(self.summary)
 
 
-def _is_api_error(error: Exception) -> bool:
-    try:
-        import openai
-    except ImportError:  # pragma: no cover - openai is a dependency
-        return False
-    return isinstance(error, openai.OpenAIError)
+def _client_secrets(client: Any) -> list[str]:
+    """The key a client sends and the password of its base URL (as servers may echo them)."""
+    found = [getattr(client, "api_key", None), getattr(getattr(client, "base_url", None),
+                                                        "password", None)]
+    return [value for value in found if isinstance(value, str) and value]
 
 
 def _usage_metrics(exchanges: list[Exchange]) -> dict[str, float]:

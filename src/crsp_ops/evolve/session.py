@@ -21,7 +21,7 @@ from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
 from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
-from crsp_ops.evolve.pool import load_pool_and_heldout, select_pool
+from crsp_ops.evolve.pool import load_questions, select_pool
 from crsp_ops.evolve.proposer_factory import build_proposer
 from crsp_ops.evolve.registry import register_processor, registered_model_name
 from crsp_ops.evolve.store import (
@@ -39,6 +39,7 @@ from crsp_ops.evolve.store import (
     EvolutionStore,
 )
 from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
+from crsp_ops.interrupts import critical_section
 from crsp_ops.models.comparison_keys import MODEL_KEY, comparison_tags
 from crsp_ops.models.model_ref import load_tokenizer
 from crsp_ops.tracking import Tracker
@@ -114,16 +115,20 @@ def run_job(
     started = time.perf_counter()
     clusters = load_cluster_inputs(paths.clusters_dir)
     initial = load_initial_deltas(paths.initial_deltas, clusters.n_clusters)
-    pool_rows, heldout_rows = load_pool_and_heldout(
+    questions = load_questions(
         paths.pool, heldout_size=settings.financebench.heldout_size,
         seed=settings.financebench.seed,
     )
-    pool = select_pool(pool_rows, settings.evolve.pool_index_list)
-    heldout = heldout_examples(heldout_rows, settings.evolve.heldout_size)
+    pool = select_pool(questions.pool, settings.evolve.pool_index_list)
+    heldout = heldout_examples(questions.heldout, settings.evolve.heldout_size)
+    tracker.log_metrics(
+        {f"data_{part}_skipped_rows": float(n) for part, n in questions.skipped.items()}, step=0)
     comparison = comparison_tags(paths.model_dir, table_path=clusters.table_path,
                                  heldout_rows=heldout)
     tracker.set_tags(comparison)
     store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
+    for stale in store.remove_stale_temp_files():
+        logger.warning("removed %s, left by an interrupted write", stale)
     record_mlflow_run(store, tracker, tracking_uri)
     if paths.resume:
         replay_history(store, tracker)
@@ -156,8 +161,9 @@ def run_job(
             )
         _finish(store, tracker, outcome, scores, proposer_kind, time.perf_counter() - started)
         if settings.evolve.registry_enabled and tracker.run_id is not None:
-            _register(settings, store, clusters, tracker, tracking_uri, scores, proposer_kind,
-                      comparison)
+            with critical_section():  # log_model holds the store's lock: never torn by Ctrl+C
+                _register(settings, store, clusters, tracker, tracking_uri, scores,
+                          proposer_kind, comparison)
         return outcome
     finally:
         log_outputs(store, tracker)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from crsp_ops.atomic_io import atomic_write_json, atomic_write_text
+from crsp_ops.atomic_io import atomic_write_json, atomic_write_text, remove_stale_temp_files
 from crsp_ops.evolve.iteration import Exchange, IterationRecord
 from crsp_ops.steering.codegen import write_processor
 from crsp_ops.steering.deltas import Deltas, save_deltas
@@ -62,6 +62,15 @@ class EvolutionStore:
     def path(self, name: str) -> Path:
         """Path of a file in the output directory."""
         return self.out / name
+
+    def remove_stale_temp_files(self) -> list[Path]:
+        """Delete temporary files of writes a killed process never finished; return them."""
+        return remove_stale_temp_files(self.out)
+
+    def committed_best(self) -> Deltas | None:
+        """The best deltas recorded in ``state.json`` (``None`` before the first commit)."""
+        state = self.read_state()
+        return None if state is None else dict(state["best"]["deltas"])
 
     def write_current(self, deltas: Deltas) -> None:
         """``deltas_current.json``."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from crsp_ops.config import ResolvedConfig
+from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking.run_tags import dvc_tags, git_tags
+from crsp_ops.tracking.stale_runs import close_stale_runs, process_tags
 from crsp_ops.tracking.store_location import ensure_store_in_project
 from crsp_ops.tracking.tracker import MlflowTracker, NullTracker, Tracker, finish_run
 
@@ -48,17 +50,28 @@ def start_run(
     resolved: ResolvedConfig,
     run_name: str | None = None,
     tags: Mapping[str, str] | None = None,
+    owner_tag: str | None = None,
 ) -> Iterator[Tracker]:
     """Open (or, under ``mlflow run``, resume) the run of ``job`` and log the effective config.
 
     Yields a ``NullTracker`` when tracking is disabled. On exit, buffered metrics are flushed
     and the run ends FINISHED, FAILED (an exception) or KILLED (Ctrl+C / SIGTERM).
+
+    Args:
+        job: the job's name (the experiment is ``<prefix>-<job>``).
+        resolved: the effective configuration (logged as params, secrets redacted).
+        run_name: the run's display name.
+        tags: extra run tags.
+        owner_tag: a key of ``tags`` naming what this run owns (e.g. ``crsp.out_dir``): RUNNING
+            runs of the same experiment with the same value whose process died are marked
+            KILLED first.
     """
     settings = resolved.settings.tracking
     if not settings.enabled:
         yield NullTracker()
         return
     disable_telemetry()
+    from mlflow.entities import RunTag
     from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(resolved)
@@ -66,16 +79,26 @@ def start_run(
         ensure_store_in_project(resolved.root / "mlflow.db", resolved.root)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     project_run_id = os.environ.get("MLFLOW_RUN_ID")
-    if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
-        experiment_id = client.get_run(project_run_id).info.experiment_id
-        run_id = project_run_id
-    else:
-        experiment_id = _experiment_id(client, experiment_name(resolved, job), resolved.root, uri)
-        run_id = client.create_run(experiment_id, run_name=run_name).info.run_id
-    tracker = MlflowTracker(
-        client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
-    )
-    with finish_run(tracker, end=not project_run_id):
+    with ExitStack() as stack:
+        # The run is created and its end guaranteed (finish_run) inside one critical section:
+        # a signal arriving meanwhile is raised only once finish_run can mark the run KILLED.
+        with critical_section():
+            if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
+                experiment_id = client.get_run(project_run_id).info.experiment_id
+                run_id = project_run_id
+                client.log_batch(run_id, tags=[RunTag(k, v) for k, v in process_tags().items()])
+            else:
+                experiment_id = _experiment_id(client, experiment_name(resolved, job),
+                                               resolved.root, uri)
+                run_id = client.create_run(experiment_id, run_name=run_name,
+                                           tags=process_tags()).info.run_id
+            tracker = MlflowTracker(
+                client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
+            )
+            stack.enter_context(finish_run(tracker, end=not project_run_id))
+        if owner_tag and tags and owner_tag in tags:
+            with critical_section():
+                close_stale_runs(client, experiment_id, owner_tag, tags[owner_tag])
         tracker.set_tags(
             {
                 "crsp.job": job,

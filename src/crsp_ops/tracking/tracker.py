@@ -12,9 +12,10 @@ from typing import Any
 
 from typing_extensions import override
 
-from crsp_ops.interrupts import Terminated
+from crsp_ops.interrupts import Terminated, critical_section
+from crsp_ops.tracking.artifact_scan import redacted_artifact
 from crsp_ops.tracking.metric_buffer import MetricBuffer
-from crsp_ops.tracking.redaction import redact_params, redact_text
+from crsp_ops.tracking.redaction import Redactor
 
 MAX_PARAMS_PER_BATCH = 100  # MLflow's log_batch limit for params and tags
 
@@ -58,7 +59,12 @@ NullTracker = Tracker
 
 
 class MlflowTracker(Tracker):
-    """Logs to one MLflow run through ``MlflowClient``; metrics are batched."""
+    """Logs to one MLflow run through ``MlflowClient``; metrics are batched.
+
+    Every store write runs in a ``critical_section`` (Ctrl+C/SIGTERM wait until it is done),
+    and everything that leaves the process is redacted first: params, tags, texts and the
+    content of artifact files (see ``tracking.redaction``).
+    """
 
     def __init__(
         self,
@@ -73,6 +79,7 @@ class MlflowTracker(Tracker):
         self.run_id = run_id
         self.experiment_id = experiment_id
         self._env = os.environ if env is None else env
+        self.redactor = Redactor.from_env(self._env)
         self._flush_points = flush_points
         self._flush_seconds = flush_seconds
         self._metrics = MetricBuffer(
@@ -81,29 +88,39 @@ class MlflowTracker(Tracker):
             flush_seconds=flush_seconds,
         )
 
+    def _write(self, call, *args, **kwargs):
+        """One store write, never torn by Ctrl+C/SIGTERM."""
+        with critical_section():
+            return call(*args, **kwargs)
+
     @override
     def log_params(self, params: Mapping[str, Any]) -> None:
         from mlflow.entities import Param
 
-        items = [Param(k, v[:6000]) for k, v in redact_params(params, self._env).items()]
+        items = [Param(k, v[:6000]) for k, v in self.redactor.params(params).items()]
         for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(self.run_id, params=items[start : start + MAX_PARAMS_PER_BATCH])
+            self._write(self.client.log_batch, self.run_id,
+                        params=items[start : start + MAX_PARAMS_PER_BATCH])
 
     @override
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
-        self._metrics.add(metrics, step)
+        # The section spans the buffer's bookkeeping too: a signal raised between a batch
+        # write and its removal from the buffer would write that batch twice.
+        with critical_section():
+            self._metrics.add(metrics, step)
 
     @override
     def set_tags(self, tags: Mapping[str, str]) -> None:
         from mlflow.entities import RunTag
 
-        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        items = [RunTag(k, self.redactor.text(str(v))) for k, v in tags.items()]
         for start in range(0, len(items), MAX_PARAMS_PER_BATCH):
-            self.client.log_batch(self.run_id, tags=items[start : start + MAX_PARAMS_PER_BATCH])
+            self._write(self.client.log_batch, self.run_id,
+                        tags=items[start : start + MAX_PARAMS_PER_BATCH])
 
     @override
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, redact_text(text, self._env), artifact_file)
+        self._write(self.client.log_text, self.run_id, self.redactor.text(text), artifact_file)
 
     @override
     def log_dict(self, obj: Any, artifact_file: str) -> None:
@@ -111,11 +128,11 @@ class MlflowTracker(Tracker):
 
     @override
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
-        path = Path(local_path)
-        if path.is_dir():
-            self.client.log_artifacts(self.run_id, str(path), artifact_path)
-        else:
-            self.client.log_artifact(self.run_id, str(path), artifact_path)
+        with redacted_artifact(Path(local_path), self.redactor) as path:
+            if path.is_dir():
+                self._write(self.client.log_artifacts, self.run_id, str(path), artifact_path)
+            else:
+                self._write(self.client.log_artifact, self.run_id, str(path), artifact_path)
 
     @override
     def log_figure(self, figure: Any, artifact_file: str) -> None:
@@ -123,17 +140,19 @@ class MlflowTracker(Tracker):
             local = Path(tmp) / Path(artifact_file).name
             figure.savefig(local, dpi=100, bbox_inches="tight")
             parent = str(Path(artifact_file).parent)
-            self.client.log_artifact(self.run_id, str(local), None if parent == "." else parent)
+            self._write(self.client.log_artifact, self.run_id, str(local),
+                        None if parent == "." else parent)
 
     @override
     def flush(self) -> None:
-        self._metrics.flush()
+        with critical_section():
+            self._metrics.flush()
 
     @override
     @contextmanager
     def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
-        run = self.client.create_run(
-            self.experiment_id,
+        run = self._write(
+            self.client.create_run, self.experiment_id,
             run_name=run_name,
             tags={"mlflow.parentRunId": self.run_id, **(tags or {})},
         )
@@ -154,7 +173,8 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
     """Flush on the way out and set the run status: FINISHED, FAILED or KILLED (Ctrl+C).
 
     Already-logged data is never lost: buffered metrics are flushed before the status is set,
-    whatever ended the block.
+    whatever ended the block, in one critical section, so a signal arriving then is raised only
+    after the status is written (the run is never left RUNNING).
     """
     status = "FINISHED"
     try:
@@ -166,8 +186,9 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
         status = "KILLED" if isinstance(error, Terminated) else "FAILED"
         raise
     finally:
-        try:
-            tracker.flush()
-        finally:
-            if end:
-                tracker.client.set_terminated(tracker.run_id, status)
+        with critical_section():
+            try:
+                tracker.flush()
+            finally:
+                if end:
+                    tracker.client.set_terminated(tracker.run_id, status)
