@@ -16,4 +16,5 @@ COMMANDS: dict[str, str] = {
     "serve": "pipelines.serve",
     "migrate": "pipelines.migrate",
     "dvc-deps": "pipelines.dvc_deps",
+    "tracking-replay": "pipelines.tracking_replay",
 }

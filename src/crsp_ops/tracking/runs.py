@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crsp_ops.config import ResolvedConfig
+from crsp_ops.tracking.outage import OutagePolicy
 from crsp_ops.tracking.run_tags import dvc_tags, git_tags
 from crsp_ops.tracking.tracker import MlflowTracker, NullTracker, Tracker, finish_run
 
@@ -18,6 +19,7 @@ OFFLINE_ENV = {
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "GIT_PYTHON_REFRESH": "quiet",
 }
+UNSENT_DIR = "mlflow_unsent"  # metric points an unreachable server never got (outage.py)
 
 
 def disable_telemetry() -> None:
@@ -67,6 +69,7 @@ def start_run(
     tracker = MlflowTracker(
         client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
     )
+    tracker.outage = OutagePolicy(settings.retry_seconds, resolved.root / UNSENT_DIR)
     with finish_run(tracker, end=not project_run_id):
         tracker.set_tags(
             {

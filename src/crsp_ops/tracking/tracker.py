@@ -14,6 +14,7 @@ from typing_extensions import override
 
 from crsp_ops.interrupts import Terminated
 from crsp_ops.tracking.metric_buffer import MetricBuffer
+from crsp_ops.tracking.outage import OutagePolicy, close_run, is_outage
 from crsp_ops.tracking.redaction import redact_params, redact_text
 
 MAX_PARAMS_PER_BATCH = 100  # MLflow's log_batch limit for params and tags
@@ -79,7 +80,9 @@ class MlflowTracker(Tracker):
             lambda batch: client.log_batch(run_id, metrics=batch, synchronous=True),
             flush_points=flush_points,
             flush_seconds=flush_seconds,
+            transient=is_outage,
         )
+        self.outage = OutagePolicy()  # what the end of the run does if the server is away
 
     @override
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -129,6 +132,10 @@ class MlflowTracker(Tracker):
     def flush(self) -> None:
         self._metrics.flush()
 
+    def pending_metrics(self) -> list:
+        """Metric points not yet written (e.g. while the server is unreachable)."""
+        return self._metrics.pending()
+
     @override
     @contextmanager
     def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
@@ -145,6 +152,7 @@ class MlflowTracker(Tracker):
             self._flush_seconds,
             self._env,
         )
+        child.outage = self.outage
         with finish_run(child):
             yield child
 
@@ -154,7 +162,7 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
     """Flush on the way out and set the run status: FINISHED, FAILED or KILLED (Ctrl+C).
 
     Already-logged data is never lost: buffered metrics are flushed before the status is set,
-    whatever ended the block.
+    whatever ended the block, and an unreachable server is retried (``outage.close_run``).
     """
     status = "FINISHED"
     try:
@@ -166,8 +174,4 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
         status = "KILLED" if isinstance(error, Terminated) else "FAILED"
         raise
     finally:
-        try:
-            tracker.flush()
-        finally:
-            if end:
-                tracker.client.set_terminated(tracker.run_id, status)
+        close_run(tracker, status, end)
