@@ -43,7 +43,8 @@ def test_evolve_registers_the_processor_on_an_mlflow_server(tmp_path, evolve_inp
     assert json.loads(open(served).read()) == best
 
     version = client.get_model_version_by_alias(MODEL, "champion")
-    assert version.run_id == run_id and version.model_id  # registered from the logged model
+    assert version.run_id == run_id
+    assert version.source.startswith("models:/m-")  # registered from the logged model
     mlflow.set_tracking_uri(mlflow_server.url)
     try:
         model = mlflow.pyfunc.load_model(f"models:/{MODEL}@champion")  # through the proxy
