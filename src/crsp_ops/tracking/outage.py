@@ -46,11 +46,13 @@ def is_outage(error: BaseException) -> bool:
     (True, False)
     >>> is_outage(MlflowException("API request to http://h/x failed with exception boom"))
     True
+    >>> is_outage(MlflowException("Changing param values is not allowed"))
+    False
     """
     if isinstance(error, RestException):
         return error.get_http_status_code() >= 500
-    if isinstance(error, MlflowException):
-        return "API request to" in error.message or error.get_http_status_code() >= 500
+    if isinstance(error, MlflowException):  # the REST client's "could not reach it" error
+        return "API request to" in error.message and "failed with exception" in error.message
     return isinstance(error, OSError | TimeoutError)
 
 
