@@ -17,4 +17,5 @@ COMMANDS: dict[str, str] = {
     "migrate": "pipelines.migrate",
     "convert-model": "pipelines.convert_model",
     "dvc-deps": "pipelines.dvc_deps",
+    "tracking-replay": "pipelines.tracking_replay",
 }

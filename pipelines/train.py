@@ -7,12 +7,14 @@ built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics
 
 Tiny CPU run:
     crsp-ops train --model models/base --out models/crsp --set train.steps=4
-    accelerate launch -m pipelines.cli train --set train.mixed_precision=bf16   # multi-GPU
+    accelerate launch --multi_gpu --num_processes 2 -m pipelines.cli train  # 2 CPU procs (gloo)
+    accelerate launch --num_processes 8 --mixed_precision bf16 -m pipelines.cli train  # 8 GPUs
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -47,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.tracking import NullTracker, start_run
     from pipelines.stage_io import record_run
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
     out = root / args.out

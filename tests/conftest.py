@@ -13,6 +13,9 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+# a fresh PostgreSQL database and a real `mlflow server` on it (skip without PostgreSQL)
+from tests.team.team_testkit import mlflow_server, postgres_url  # noqa: E402, F401
+
 # The user-message template the tiny test model was trained with; prompts rendered with it get
 # well-formed answers ("... The answer is $1,234.00 million." then <|im_end|>).
 TINY_PROMPT_TEMPLATE = "Context:\n{evidence}\n\nQuestion: {question}"

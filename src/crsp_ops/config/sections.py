@@ -111,6 +111,7 @@ class TrackingSettings:
     experiment_prefix: str
     flush_points: int
     flush_seconds: float = bounded(0.0, 3600.0)
+    retry_seconds: float = bounded(0.0, 86400.0)
     system_metrics: bool
 
 

@@ -12,8 +12,10 @@ One step (``SelfPlayTrainer.train_step``):
 
 Device placement, mixed precision and multi-GPU come from ``accelerate``: under
 ``accelerate launch`` every process samples its own episode (seed + rank) and DDP averages the
-gradients; advantages are per process; only the main process writes checkpoints, tables and
-metrics (the driver gives the other ranks a ``NullTracker``). The trainer process never runs
+gradients; advantages are per process; step metrics are reduced over the ranks before logging
+(``rank_metrics``: global means, summed counts, the replicas' parameter sums compared); only the
+main process writes checkpoints, tables and metrics (the driver gives the other ranks a
+``NullTracker``). The trainer process never runs
 proposed code: the sandbox executor does.
 """
 
@@ -47,6 +49,7 @@ from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
 from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
 from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
 from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
+from crsp_ops.crsp.rank_metrics import global_metrics
 from crsp_ops.crsp.rollout_building import build_rollouts
 from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
 from crsp_ops.crsp.task_buffer import TaskBuffers
@@ -57,6 +60,7 @@ from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
+RANK_SUMMARY = ("rollouts/count", "response_tokens", "loss")  # each rank's own, in the log
 
 
 @dataclass(frozen=True)
@@ -194,8 +198,9 @@ class SelfPlayTrainer:
                 self.unwrapped_model, self.tokenizer, weights_root=self.out_dir / "served",
                 generation=generation, rank=self.accelerator.process_index,
                 reload_interval=self.settings.train.server_reload_interval, step=self.step)
+        device = self.accelerator.device  # cpu:N under a multi-CPU (gloo) launch: just "cpu"
         return InProcessGeneration(self.unwrapped_model, self.tokenizer,
-                                   device=str(self.accelerator.device),
+                                   device="cpu" if device.type == "cpu" else str(device),
                                    batch_size=generation.batch_size)
 
     def resume(self, checkpoint: str | Path | None = None) -> int:
@@ -214,6 +219,8 @@ class SelfPlayTrainer:
         self.buffers.load_state(state["buffers"])
         restore_rng(state["rng"], self.rng)
         self.step = int(state["step"])
+        if self.accelerator.process_index:  # the checkpoint holds rank 0's RNG: others derive
+            self.rng.seed(f"{self.settings.crsp.seed}:{self.step}:{self.accelerator.process_index}")
         logger.info("resumed from %s at step %d", checkpoint, self.step)
         return self.step
 
@@ -294,7 +301,7 @@ class SelfPlayTrainer:
 
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
         train = self.settings.train
-        self._log(metrics)
+        self._log(metrics, model=self.unwrapped_model)
         if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
             self.tracker.log_dict(sample_table(episode, self.step),
                                   f"samples/step_{self.step:06d}.json")
@@ -304,7 +311,13 @@ class SelfPlayTrainer:
                 and self.step < train.steps:
             self._log(self.evaluate())
 
-    def _log(self, metrics: dict[str, float]) -> None:
+    def _log(self, metrics: dict[str, float], model: Any = None) -> None:
+        # every rank takes part in the reduction; only the main process logs the result
+        own = " ".join(f"{k}={metrics[k]:.6g}" for k in RANK_SUMMARY if k in metrics)
+        if own and self.accelerator.num_processes > 1:
+            logger.info("rank %d step %d local: %s", self.accelerator.process_index, self.step,
+                        own)
+        metrics = global_metrics(self.accelerator, metrics, model)
         if metrics and self.accelerator.is_main_process:
             self.tracker.log_metrics(metrics, step=self.step)
             logger.info("step %d: %s", self.step, _summary(metrics))

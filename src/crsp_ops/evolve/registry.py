@@ -113,15 +113,16 @@ def register_processor(
             the alias moves over an existing holder only when they match the holder's.
     """
     comparison = dict(comparison or {})
-    model_uri = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
+    model_uri, model_id = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
     holder, holder_tags = alias_holder(client, name, alias)
     comparable = holder is None or same_basis(comparison, holder_tags)
     try:
         client.get_registered_model(name)
     except Exception:  # noqa: BLE001 - MlflowException when absent
         client.create_registered_model(name)
+    # A tracking server accepts a ``models:/m-...`` source only with the logged model's id.
     version = client.create_model_version(
-        name, model_uri, run_id=run_id,
+        name, model_uri, run_id=run_id, model_id=model_id,
         tags={SCORE_TAG: repr(float(heldout_composite)), **comparison, **tags},
     ).version
     moved = should_move_alias(heldout_composite, holder, comparable=comparable)
@@ -142,7 +143,7 @@ def register_processor(
 
 def _log_model(
     tracking_uri: str, run_id: str, deltas_path: Path, table_path: Path, processor_path: Path
-) -> str:
+) -> tuple[str, str]:
     import mlflow
 
     # pyfunc.log_model logs into the active fluent run: activate ours without ending it.
@@ -165,7 +166,7 @@ def _log_model(
     finally:
         if active is None:
             _detach_fluent_run()
-    return info.model_uri
+    return info.model_uri, info.model_id
 
 
 def _detach_fluent_run() -> None:

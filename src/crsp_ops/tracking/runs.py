@@ -9,6 +9,7 @@ from pathlib import Path
 
 from crsp_ops.config import ResolvedConfig
 from crsp_ops.interrupts import critical_section
+from crsp_ops.tracking.outage import OutagePolicy
 from crsp_ops.tracking.run_tags import dvc_tags, git_tags
 from crsp_ops.tracking.stale_runs import close_stale_runs, process_tags
 from crsp_ops.tracking.store_location import ensure_store_in_project
@@ -21,6 +22,7 @@ OFFLINE_ENV = {
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "GIT_PYTHON_REFRESH": "quiet",
 }
+UNSENT_DIR = "mlflow_unsent"  # metric points an unreachable server never got (outage.py)
 
 
 def disable_telemetry() -> None:
@@ -95,6 +97,7 @@ def start_run(
             tracker = MlflowTracker(
                 client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
             )
+            tracker.outage = OutagePolicy(settings.retry_seconds, resolved.root / UNSENT_DIR)
             stack.enter_context(finish_run(tracker, end=not project_run_id))
         if owner_tag and tags and owner_tag in tags:
             with critical_section():

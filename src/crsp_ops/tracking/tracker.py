@@ -15,6 +15,7 @@ from typing_extensions import override
 from crsp_ops.interrupts import Terminated, critical_section
 from crsp_ops.tracking.artifact_scan import redacted_artifact
 from crsp_ops.tracking.metric_buffer import MetricBuffer
+from crsp_ops.tracking.outage import OutagePolicy, close_run, is_outage
 from crsp_ops.tracking.redaction import Redactor
 
 MAX_PARAMS_PER_BATCH = 100  # MLflow's log_batch limit for params and tags
@@ -86,7 +87,9 @@ class MlflowTracker(Tracker):
             lambda batch: client.log_batch(run_id, metrics=batch, synchronous=True),
             flush_points=flush_points,
             flush_seconds=flush_seconds,
+            transient=is_outage,
         )
+        self.outage = OutagePolicy()  # what the end of the run does if the server is away
 
     def _write(self, call, *args, **kwargs):
         """One store write, never torn by Ctrl+C/SIGTERM."""
@@ -148,6 +151,10 @@ class MlflowTracker(Tracker):
         with critical_section():
             self._metrics.flush()
 
+    def pending_metrics(self) -> list:
+        """Metric points not yet written (e.g. while the server is unreachable)."""
+        return self._metrics.pending()
+
     @override
     @contextmanager
     def child(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[Tracker]:
@@ -164,6 +171,7 @@ class MlflowTracker(Tracker):
             self._flush_seconds,
             self._env,
         )
+        child.outage = self.outage
         with finish_run(child):
             yield child
 
@@ -174,7 +182,8 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
 
     Already-logged data is never lost: buffered metrics are flushed before the status is set,
     whatever ended the block, in one critical section, so a signal arriving then is raised only
-    after the status is written (the run is never left RUNNING).
+    after the status is written (the run is never left RUNNING); an unreachable server is
+    retried there (``outage.close_run``, at most ``tracking.retry_seconds``).
     """
     status = "FINISHED"
     try:
@@ -187,8 +196,4 @@ def finish_run(tracker: MlflowTracker, end: bool = True) -> Iterator[None]:
         raise
     finally:
         with critical_section():
-            try:
-                tracker.flush()
-            finally:
-                if end:
-                    tracker.client.set_terminated(tracker.run_id, status)
+            close_run(tracker, status, end)

@@ -1,0 +1,58 @@
+"""`crsp-ops train` against a real MLflow tracking server (PostgreSQL store, proxied artifacts).
+
+The run, its per-step metrics and its artifacts are read back over HTTP, and the artifact
+files are checked where the server stores them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from crsp_ops.config import sync_params
+from crsp_ops.paths import copy_config_tree
+from pipelines.cli import main
+from pipelines.stage_io import run_record_path
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = [
+    "crsp.problem_types=code_o,math", "crsp.executor_max_workers=2",
+    "crsp.executor_determinism_runs=1", "train.solver_samples=2", "train.proposals_per_step=1",
+    "train.critiques_per_task=1", "train.max_new_tokens_propose=6",
+    "train.max_new_tokens_solve=6", "train.max_new_tokens_critique=6",
+    "train.sample_table_interval=1", "train.eval_math_tasks=2", "crsp.heldout_math=2",
+    "tracking.flush_seconds=0.0", "train.steps=1", "train.checkpoint_interval=1",
+]
+
+
+def test_train_step_logs_to_an_mlflow_server(tmp_path, monkeypatch, mlflow_server,
+                                              tiny_model_dir):
+    root = tmp_path / "proj"
+    root.mkdir()
+    copy_config_tree(REPO, root)
+    sync_params(root)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    args = ["train", "--model", str(tiny_model_dir), "--out", "models/crsp"]
+    for item in FAST:
+        args += ["--set", item]
+    assert main(args) == 0
+
+    run_id = json.loads(run_record_path(root / "models" / "crsp").read_text())["run_id"]
+    client = MlflowClient(mlflow_server.url)
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.info.artifact_uri.startswith("mlflow-artifacts:")  # proxied by the server
+    assert client.get_experiment(run.info.experiment_id).name == "crsp-train"
+    for key in ("loss", "kl", "reward/solve/mean", "perf/tokens_per_s"):
+        assert [m.step for m in client.get_metric_history(run_id, key)] == [1], key
+    assert {a.path for a in client.list_artifacts(run_id, "samples")} == {
+        "samples/step_000001.json"}
+    local = client.download_artifacts(run_id, "samples/step_000001.json", str(tmp_path))
+    assert json.loads(Path(local).read_text())
+    stored = list((tmp_path / "server_artifacts").rglob("step_000001.json"))
+    assert len(stored) == 1 and run_id in str(stored[0])
+    assert not list((root).glob("mlruns")) and not (root / "mlflow.db").exists()

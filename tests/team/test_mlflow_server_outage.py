@@ -1,0 +1,89 @@
+"""A tracking server that goes away mid-run: metrics are kept, retried, and nothing is lost.
+
+A real ``mlflow server`` (PostgreSQL backend) is killed in the middle of a run and restarted;
+the run's metrics and end state are read back over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from crsp_ops.config import load_settings, sync_params
+from crsp_ops.paths import copy_config_tree
+from crsp_ops.tracking import start_run
+from crsp_ops.tracking.outage import TrackingUnavailable
+from pipelines.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch, mlflow_server):
+    root = tmp_path / "proj"
+    root.mkdir()
+    copy_config_tree(REPO, root)
+    sync_params(root)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    # MLflow's own HTTP retries (minutes by default) are not what is tested here
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    return root
+
+
+def _log_through_outage(tracker, server, caplog) -> None:
+    for step in range(5):
+        tracker.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
+    server.stop()
+    with caplog.at_level(logging.WARNING, logger="crsp_ops.tracking.metric_buffer"):
+        for step in range(5, 10):  # each step tries to write; none raises
+            tracker.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
+    assert [m.step for m in tracker.pending_metrics()] == [5, 6, 7, 8, 9]
+    assert "Connection refused" in caplog.text and "points kept for the next flush" in caplog.text
+
+
+def test_server_killed_and_restarted_mid_run_loses_nothing(project, mlflow_server, caplog):
+    resolved = load_settings(project, ["tracking.flush_seconds=0.0",
+                                       "tracking.retry_seconds=120"])
+    with start_run("outage", resolved) as tracker:
+        run_id = tracker.run_id
+        _log_through_outage(tracker, mlflow_server, caplog)
+        # back while the end of the run is retrying its final flush
+        threading.Timer(1.0, mlflow_server.start).start()
+    client = MlflowClient(mlflow_server.url)
+    history = client.get_metric_history(run_id, "loss")
+    assert sorted(m.step for m in history) == list(range(10))
+    assert {m.step: m.value for m in history}[9] == pytest.approx(0.1)
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert not (project / "mlflow_unsent").exists()
+
+
+def test_server_that_stays_away_gets_a_named_error_and_a_replay_file(project, mlflow_server,
+                                                                     caplog):
+    resolved = load_settings(project, ["tracking.flush_seconds=0.0",
+                                       "tracking.retry_seconds=2"])
+    with pytest.raises(TrackingUnavailable) as raised:
+        with start_run("outage", resolved) as tracker:
+            run_id = tracker.run_id
+            _log_through_outage(tracker, mlflow_server, caplog)
+    message = str(raised.value)
+    unsent = project / "mlflow_unsent" / f"mlflow_unsent_{run_id}.jsonl"
+    assert mlflow_server.url in message and run_id in message and str(unsent) in message
+    rows = [json.loads(line) for line in unsent.read_text().splitlines()]
+    assert [r["step"] for r in rows if "step" in r] == [5, 6, 7, 8, 9]
+    assert rows[-1] == {"run_id": run_id, "status": "FINISHED"}
+
+    mlflow_server.start()
+    client = MlflowClient(mlflow_server.url)
+    assert client.get_run(run_id).info.status == "RUNNING"  # the server never heard the end
+    assert main(["tracking-replay", str(unsent)]) == 0
+    assert sorted(m.step for m in client.get_metric_history(run_id, "loss")) == list(range(10))
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert not unsent.exists()
