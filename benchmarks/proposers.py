@@ -65,9 +65,12 @@ class Harness:
 
         from crsp_ops.config import load_settings
         from crsp_ops.evaluation.minibatch_grading import grading_from_settings
-        from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
+        from crsp_ops.evolve.inputs import (
+            load_cluster_inputs,
+            load_initial_deltas,
+            load_pool_and_heldout,
+        )
         from crsp_ops.evolve.minibatch import run_minibatch
-        from crsp_ops.evolve.pool import load_pool_and_heldout
         from crsp_ops.inference.open_backend import open_backend, prompt_template, sampling_params
 
         os.environ["CRSP_OPS_ROOT"] = str(project)

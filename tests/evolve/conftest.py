@@ -18,7 +18,7 @@ def evolve_inputs(tiny_model_dir, tmp_path_factory) -> EvolveInputs:
 
     from crsp_ops.atomic_io import atomic_write_jsonl
     from crsp_ops.data.financebench import load_financebench, split_pool_heldout
-    from crsp_ops.evolve.pool import HELDOUT_FILE, POOL_FILE
+    from crsp_ops.evolve.inputs import HELDOUT_FILE, POOL_FILE
     from crsp_ops.steering.cluster_io import save_token_clusters
     from crsp_ops.steering.clusters import build_token_clusters
     from crsp_ops.steering.deltas import cluster_ids, save_deltas

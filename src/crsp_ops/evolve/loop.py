@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from crsp_ops.evolve.inputs import sample_minibatch
 from crsp_ops.evolve.iteration import Evidence, IterationRecord, score_dict
 from crsp_ops.evolve.iteration_outputs import IterationOutputs
-from crsp_ops.evolve.pool import sample_minibatch
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.steering.deltas import Deltas

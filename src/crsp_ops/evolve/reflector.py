@@ -21,10 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 from crsp_ops import openai_client
-from crsp_ops.evolve.evolving_summary import SummaryEntry, append_entry, render_summary
 from crsp_ops.evolve.iteration import Evidence, Exchange, Proposal
 from crsp_ops.evolve.proposer import Proposer
-from crsp_ops.evolve.reflector_prompt import build_messages
+from crsp_ops.evolve.reflector_prompt import (
+    SummaryEntry,
+    append_entry,
+    build_messages,
+    render_summary,
+)
 from crsp_ops.evolve.reflector_reply import HttpReply, printable, read_reply
 from crsp_ops.evolve.reflector_schema import MAX_SUMMARY_CHARS, response_format
 from crsp_ops.openai_client import resolve_endpoint

@@ -17,11 +17,15 @@ from typing import Any
 
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
 from crsp_ops.evolve.heldout import evaluate_heldout, heldout_examples
-from crsp_ops.evolve.inputs import load_cluster_inputs, load_initial_deltas
+from crsp_ops.evolve.inputs import (
+    load_cluster_inputs,
+    load_initial_deltas,
+    load_questions,
+    select_pool,
+)
 from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
-from crsp_ops.evolve.pool import load_questions, select_pool
 from crsp_ops.evolve.proposer_factory import build_proposer
 from crsp_ops.evolve.registry import register_processor, registered_model_name
 from crsp_ops.evolve.store import (
