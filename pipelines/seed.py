@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     """Seed (or copy) the model and record its MLflow run beside it."""
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.accelerator import make_accelerator
-    from crsp_ops.crsp.limo_tasks import load_limo_rows, split_heldout
+    from crsp_ops.crsp.limo_tasks import load_limo_result, split_heldout
     from crsp_ops.crsp.seeding import run_seeding
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
@@ -47,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
         record_run(out, tracker)
         summary = {"enabled": seeding.enabled, "steps": 0}
         if seeding.enabled:
-            rows = load_limo_rows(seeding.dataset_source, root / args.limo,
-                                  synthetic_count=settings.limo.n_synthetic,
-                                  seed=settings.limo.seed, hub_split=settings.limo.hub_split)
-            train_rows, _ = split_heldout(rows, settings.crsp.heldout_math)
+            rows = load_limo_result(seeding.dataset_source, root / args.limo,
+                                    synthetic_count=settings.limo.n_synthetic,
+                                    seed=settings.limo.seed, hub_split=settings.limo.hub_split)
+            tracker.log_metrics({"data_limo_skipped_rows": float(rows.n_skipped)}, step=0)
+            train_rows, _ = split_heldout(list(rows.rows), settings.crsp.heldout_math)
             result = run_seeding(
                 model, tokenizer, train_rows, steps=seeding.steps,
                 learning_rate=seeding.learning_rate, batch_size=seeding.batch_size,

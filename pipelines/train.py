@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
     from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
+    from crsp_ops.models.model_ref import resolve_model_dir
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
     from pipelines.stage_io import record_run
@@ -58,16 +59,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
     model, tokenizer = load_causal_lm(checkpoint or root / args.model)
-    train_tasks, heldout_tasks = limo_math_tasks(settings, root / args.limo)
+    train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
+    base = root / args.model
+    if checkpoint is not None and not (Path(resolve_model_dir(base)) / "config.json").is_file():
+        base = checkpoint  # resumed without the base model at hand: tag what was loaded
     tags = {"crsp.algorithm": settings.train.algorithm_name,
             "crsp.resumed_from": str(checkpoint or ""),
             # the base model it starts from (not a resumed checkpoint) and its held-out tasks
-            **comparison_tags(root / args.model, heldout_rows=heldout_tasks)}
+            **comparison_tags(base, heldout_rows=heldout_tasks)}
     tracking = (start_run("train", resolved, tags=tags) if accelerator.is_main_process
                 else nullcontext(NullTracker()))
     with tracking as tracker:
         if accelerator.is_main_process:
             record_run(out, tracker)
+            tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
         trainer = SelfPlayTrainer(
             model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                              settings.generation),
@@ -85,19 +90,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def limo_math_tasks(settings, limo_path: Path):
-    """(training, held-out) math tasks from the LIMO rows, or ((), ()) without rows."""
-    from crsp_ops.crsp.limo_tasks import load_limo_rows, math_tasks, split_heldout
+    """(training, held-out) math tasks from the LIMO rows and the skipped-row count.
+
+    Without rows (or without math tasks) both task lists are empty.
+    """
+    from crsp_ops.crsp.limo_tasks import load_limo_result, math_tasks, split_heldout
 
     if "math" not in settings.crsp.problem_types:
-        return [], []
+        return [], [], 0
     try:
-        rows = load_limo_rows("stage", limo_path, synthetic_count=settings.limo.n_synthetic,
-                              seed=settings.limo.seed, hub_split=settings.limo.hub_split)
+        result = load_limo_result("stage", limo_path, synthetic_count=settings.limo.n_synthetic,
+                                  seed=settings.limo.seed, hub_split=settings.limo.hub_split)
     except FileNotFoundError as error:
-        print(f"no LIMO rows ({error}); math tasks are the built-in seeds only")
-        return [], []
-    train_rows, heldout_rows = split_heldout(rows, settings.crsp.heldout_math)
-    return math_tasks(train_rows), math_tasks(heldout_rows)
+        print(f"no LIMO rows ({error}); math tasks are the built-in starter tasks only")
+        return [], [], 0
+    train_rows, heldout_rows = split_heldout(list(result.rows), settings.crsp.heldout_math)
+    return math_tasks(train_rows), math_tasks(heldout_rows), result.n_skipped
 
 
 

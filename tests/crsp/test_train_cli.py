@@ -33,7 +33,8 @@ def project(tmp_path, monkeypatch):
     limo.mkdir(parents=True)
     rows = [{"question": f"What is {a} + 1?", "solution": f"{a} + 1 = {a + 1}",
              "answer": str(a + 1)} for a in range(6)]
-    (limo / "limo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    corrupt = '{"question": 7, "solution": "?"}\n'  # skipped and counted by every consumer
+    (limo / "limo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + corrupt)
     return tmp_path
 
 
@@ -69,6 +70,8 @@ def test_train_cli_logs_every_step_to_mlflow(project, tiny_model_dir):
         steps = sorted(m.step for m in client.get_metric_history(run_id, key))
         assert steps == list(range(1, STEPS + 1)), key
     assert client.get_metric_history(run_id, "eval/solve_rate/math")
+    [skipped] = client.get_metric_history(run_id, "data_limo_skipped_rows")
+    assert (skipped.step, skipped.value) == (0, 1.0)
     artifacts = {a.path for a in client.list_artifacts(run_id, "samples")}
     assert artifacts == {"samples/step_000001.json", "samples/step_000002.json"}
     metrics = json.loads(out.with_name(out.name + ".metrics.json").read_text())
@@ -85,6 +88,8 @@ def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir):
     run_id = json.loads(run_record_path(out).read_text())["run_id"]
     history = _client(project).get_metric_history(run_id, "seed/loss")
     assert sorted(m.step for m in history) == [1, 2, 3]
+    [skipped] = _client(project).get_metric_history(run_id, "data_limo_skipped_rows")
+    assert skipped.value == 1.0
     assert (out / "config.json").is_file()
 
 

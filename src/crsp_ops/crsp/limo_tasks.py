@@ -13,6 +13,7 @@ from pathlib import Path
 from crsp_ops.crsp.tasks.task_types import MathTask
 from crsp_ops.data.examples import LimoExample
 from crsp_ops.data.limo import load_limo
+from crsp_ops.data.load_result import LoadResult
 
 
 def math_tasks(rows: Sequence[LimoExample]) -> list[MathTask]:
@@ -69,13 +70,22 @@ def limo_file(path: str | Path) -> Path:
     return files[0]
 
 
-def load_limo_rows(source: str, limo_dir: Path, *, synthetic_count: int, seed: int,
-                   hub_split: str) -> list[LimoExample]:
-    """LIMO rows: ``stage`` reads the limo stage's file in ``limo_dir``; else ``load_limo``.
+def load_limo_result(source: str, limo_dir: Path, *, synthetic_count: int, seed: int,
+                     hub_split: str) -> LoadResult:
+    """LIMO rows and skip counts: ``stage`` reads the limo stage's file in ``limo_dir``.
+
+    Any other ``source`` goes to ``load_limo`` as it is.
 
     Raises:
         FileNotFoundError: ``stage`` and no rows file in ``limo_dir``.
     """
     path = str(limo_file(limo_dir)) if source == "stage" else source
-    return list(load_limo(path, synthetic_count=synthetic_count, seed=seed, hub_split=hub_split,
-                          hub_revision=None).rows)
+    return load_limo(path, synthetic_count=synthetic_count, seed=seed, hub_split=hub_split,
+                     hub_revision=None)
+
+
+def load_limo_rows(source: str, limo_dir: Path, *, synthetic_count: int, seed: int,
+                   hub_split: str) -> list[LimoExample]:
+    """The rows of ``load_limo_result`` (skipped rows are warned about by the loader)."""
+    return list(load_limo_result(source, limo_dir, synthetic_count=synthetic_count, seed=seed,
+                                 hub_split=hub_split).rows)
