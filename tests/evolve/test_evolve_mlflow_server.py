@@ -14,11 +14,12 @@ import pytest
 from evolve_testkit import make_project
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.evolve.registry import registered_model_name
 from pipelines.cli import main
 
 SMALL = ["--set", "evolve.iterations=2", "--set", "evolve.minibatch_size=2",
          "--set", "evolve.heldout_size=2", "--set", "generation.max_new_tokens=24"]
-MODEL = "crsp-steering-processor"
+BASE_NAME = "crsp-steering-processor"
 
 
 def test_evolve_registers_the_processor_on_an_mlflow_server(tmp_path, evolve_inputs,
@@ -42,14 +43,16 @@ def test_evolve_registers_the_processor_on_an_mlflow_server(tmp_path, evolve_inp
     served = client.download_artifacts(run_id, "deltas_best.json", str(tmp_path))
     assert json.loads(open(served).read()) == best
 
-    version = client.get_model_version_by_alias(MODEL, "champion")
+    # one registered model per base model (issue 12): the name carries the run's model id
+    model = registered_model_name(BASE_NAME, run.data.tags["base_model.id"])
+    version = client.get_model_version_by_alias(model, "champion")
     assert version.run_id == run_id
     assert version.source.startswith("models:/m-")  # registered from the logged model
     mlflow.set_tracking_uri(mlflow_server.url)
     try:
-        model = mlflow.pyfunc.load_model(f"models:/{MODEL}@champion")  # through the proxy
+        pyfunc = mlflow.pyfunc.load_model(f"models:/{model}@champion")  # through the proxy
     finally:
         mlflow.set_tracking_uri(None)
     table = np.load(evolve_inputs.clusters_dir / "token_clusters.npy")
     ids = list(range(0, len(table), 7))
-    assert model.predict(ids) == pytest.approx([best[str(table[i])] for i in ids])
+    assert pyfunc.predict(ids) == pytest.approx([best[str(table[i])] for i in ids])
