@@ -57,6 +57,20 @@ def drop_database(url: str) -> None:
     _admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
+def server_project(root: Path, monkeypatch, tracking_uri: str) -> Path:
+    """A scratch project at ``root`` whose runs go to ``tracking_uri`` (a real server)."""
+    from crsp_ops.config import sync_params
+    from crsp_ops.paths import copy_config_tree
+
+    root.mkdir(parents=True)
+    copy_config_tree(Path(__file__).resolve().parents[2], root)
+    sync_params(root)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    return root
+
+
 def free_port() -> int:
     """A TCP port nothing listens on right now."""
     with socket.socket() as sock:

@@ -11,31 +11,18 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from crsp_ops.config import sync_params
-from crsp_ops.paths import copy_config_tree
 from pipelines.cli import main
 from pipelines.stage_io import run_record_path
+from tests.crsp.test_train_cli import FAST as TRAIN_FAST
+from tests.team.team_testkit import server_project
 
 REPO = Path(__file__).resolve().parents[2]
-FAST = [
-    "crsp.problem_types=code_o,math", "crsp.executor_max_workers=2",
-    "crsp.executor_determinism_runs=1", "train.solver_samples=2", "train.proposals_per_step=1",
-    "train.critiques_per_task=1", "train.max_new_tokens_propose=6",
-    "train.max_new_tokens_solve=6", "train.max_new_tokens_critique=6",
-    "train.sample_table_interval=1", "train.eval_math_tasks=2", "crsp.heldout_math=2",
-    "tracking.flush_seconds=0.0", "train.steps=1", "train.checkpoint_interval=1",
-]
+FAST = [*TRAIN_FAST, "train.steps=1", "train.checkpoint_interval=1"]
 
 
 def test_train_step_logs_to_an_mlflow_server(tmp_path, monkeypatch, mlflow_server,
                                               tiny_model_dir):
-    root = tmp_path / "proj"
-    root.mkdir()
-    copy_config_tree(REPO, root)
-    sync_params(root)
-    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    root = server_project(tmp_path / "proj", monkeypatch, mlflow_server.url)
     args = ["train", "--model", str(tiny_model_dir), "--out", "models/crsp"]
     for item in FAST:
         args += ["--set", item]

@@ -14,24 +14,18 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from crsp_ops.config import load_settings, sync_params
-from crsp_ops.paths import copy_config_tree
+from crsp_ops.config import load_settings
 from crsp_ops.tracking import start_run
 from crsp_ops.tracking.outage import TrackingUnavailable
 from pipelines.cli import main
+from tests.team.team_testkit import server_project
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
 def project(tmp_path, monkeypatch, mlflow_server):
-    root = tmp_path / "proj"
-    root.mkdir()
-    copy_config_tree(REPO, root)
-    sync_params(root)
-    monkeypatch.setenv("CRSP_OPS_ROOT", str(root))
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    root = server_project(tmp_path / "proj", monkeypatch, mlflow_server.url)
     # MLflow's own HTTP retries (minutes by default) are not what is tested here
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
