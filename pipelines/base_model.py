@@ -14,11 +14,13 @@ step goes to MLflow (experiment ``crsp-base-model``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, CONVERTED_MODEL_DIR, FINANCEBENCH_DIR, LIMO_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import record_run, settings_from
 
 HELP = "train the tiny base model (or validate an HF model dir) -> models/base/"
 
@@ -38,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
     """Train (or validate) the base model and record it, with its MLflow run."""
     from crsp_ops.models.gguf_convert import PACKAGED_MODELS
     from crsp_ops.tracking import start_run
-    from pipelines.stage_io import record_run, settings_from
 
     resolved = settings_from(args)
     model = resolved.settings.model
@@ -141,8 +142,6 @@ def _record_existing(args: argparse.Namespace, source: str) -> dict:
 
 def _record_converted(args: argparse.Namespace, converted: Path, profile: str) -> dict:
     """Point at the converted profile model (relative: the project stays portable)."""
-    import json
-
     from crsp_ops.models.fingerprint import tokenizer_sha256
     from crsp_ops.models.gguf_convert import CONVERSION_FILE
     from crsp_ops.models.hf_model_dir import validate_hf_model_dir

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import record_run, settings_from
 
 HELP = "cluster the model's vocabulary (EOS, numeric, k-means over token embeddings)"
 
@@ -87,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.steering.embedder import EmbeddingDeviceError
     from crsp_ops.steering.table import META_FILE
     from crsp_ops.tracking import start_run
-    from pipelines.stage_io import record_run, settings_from
 
     resolved = settings_from(args)
     with start_run("clusters", resolved, tags={"crsp.model_dir": str(args.model)}) as tracker:

@@ -8,6 +8,7 @@ mlflow run . -e compare --env-manager local
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from crsp_ops.paths import COMPARE_DIR
@@ -48,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(rows))
     out = resolved.root / args.out
     plot = save_comparison_plot(rows, out / "comparison.png")
-    import json
 
     atomic_write_text(out / "comparison.json",
                       json.dumps([asdict(r) for r in rows], indent=2, default=str) + "\n")

@@ -14,11 +14,13 @@ needs neither the wheel nor the network.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
 from crsp_ops.paths import CONVERTED_MODEL_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import settings_from
 
 HELP = "convert a packaged GGUF profile (model.source=smollm2) -> models/converted/"
 SKIPPED_FILE = "skipped.json"
@@ -31,8 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Convert the profile's GGUF, or record that this profile needs no conversion."""
-    import shutil
-
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.models.gguf_convert import (
         PACKAGED_MODELS,
@@ -41,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
         locate_packaged_gguf,
         verify_sha256,
     )
-    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     source = resolved.settings.model.source

@@ -15,8 +15,10 @@ Reads: the ``deltas`` section (default, file, overrides, clamp).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from crsp_ops.paths import CLUSTERS_DIR, INITIAL_DELTAS
 from pipelines.entry import stage_main
@@ -69,9 +71,6 @@ def initial_deltas(
 
 def run(args: argparse.Namespace) -> int:
     """Write the initial deltas of the configured clusters."""
-    import json
-    from pathlib import Path
-
     from crsp_ops.config import ConfigError, load_settings
     from crsp_ops.steering.deltas import save_deltas
     from crsp_ops.steering.table import load_table_and_count

@@ -53,10 +53,13 @@ def driver_modules(cmd: str | list[str], commands: dict[str, str]) -> list[str]:
 
 
 def is_code_dep(dep: str) -> bool:
-    """Whether a dep is project source (generated here) rather than data (kept as written)."""
-    first = Path(dep).parts[0] if Path(dep).parts else ""
-    return first in {str(base / top) if str(base) != "." else top
-                     for top, base in SOURCE_ROOTS.items()} or dep.startswith("src/")
+    """Whether a dep is project source (generated here) rather than data (kept as written).
+
+    >>> [is_code_dep(d) for d in ("src/crsp_ops/paths.py", "pipelines/limo.py", "data/limo")]
+    [True, True, False]
+    """
+    code_roots = {(base / top).parts[0] for top, base in SOURCE_ROOTS.items()}
+    return Path(dep).parts[:1] in {(root,) for root in code_roots}
 
 
 def code_deps(root: Path, drivers: list[str], modules, edges) -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from crsp_ops.paths import FINANCEBENCH_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import settings_from
 
 HELP = "FinanceBench pool + held-out split (synthetic | local JSONL) -> data/financebench/"
 
@@ -29,7 +30,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.financebench import load_financebench, split_pool_heldout
     from crsp_ops.tracking import start_run
-    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     bench = resolved.settings.financebench

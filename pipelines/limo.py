@@ -13,6 +13,7 @@ from pathlib import Path
 
 from crsp_ops.paths import LIMO_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import settings_from
 
 HELP = "LIMO trajectories (synthetic | hub:GAIR/LIMO | local file) -> data/limo/"
 
@@ -27,7 +28,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.atomic_io import atomic_write_json, atomic_write_jsonl
     from crsp_ops.data.limo import load_limo
     from crsp_ops.tracking import start_run
-    from pipelines.stage_io import settings_from
 
     resolved = settings_from(args)
     limo = resolved.settings.limo

@@ -17,6 +17,7 @@ import sys
 
 from crsp_ops.paths import BASE_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import record_run
 
 HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
 
@@ -37,7 +38,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run
-    from pipelines.stage_io import record_run
 
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root

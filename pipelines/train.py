@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
 from pipelines.entry import stage_main
+from pipelines.stage_io import record_run
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 
@@ -36,8 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train and write the outputs; see the module docstring."""
-    from contextlib import nullcontext
-
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.accelerator import make_accelerator
@@ -48,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.models.model_ref import resolve_model_dir
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
-    from pipelines.stage_io import record_run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     resolved = load_settings(project_root(), args.overrides)

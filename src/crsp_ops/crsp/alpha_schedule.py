@@ -89,7 +89,7 @@ def rlsp_coupled_alphas(
     """
     fraction = _progress(step, total_steps)
     first, second = PHASE_BREAKS
-    mid = _seed_midpoint(start, end)
+    mid = _rlsp_midpoint(start, end)
     if fraction < first:
         return start
     if fraction < second:
@@ -99,7 +99,7 @@ def rlsp_coupled_alphas(
     return Alphas(_lerp(mid.alpha_s, end.alpha_s, t), _lerp(mid.alpha_c, end.alpha_c, t))
 
 
-def _seed_midpoint(start: Alphas, end: Alphas) -> Alphas:
+def _rlsp_midpoint(start: Alphas, end: Alphas) -> Alphas:
     if (start, end) == (RLSP_START, RLSP_END):
         return RLSP_MID  # exactly the seed's numbers, no rounding on the way
     w_s = (RLSP_MID.alpha_s - RLSP_START.alpha_s) / (RLSP_END.alpha_s - RLSP_START.alpha_s)

@@ -82,10 +82,3 @@ def load_limo_result(source: str, limo_dir: Path, *, synthetic_count: int, seed:
     path = str(limo_file(limo_dir)) if source == "stage" else source
     return load_limo(path, synthetic_count=synthetic_count, seed=seed, hub_split=hub_split,
                      hub_revision=None)
-
-
-def load_limo_rows(source: str, limo_dir: Path, *, synthetic_count: int, seed: int,
-                   hub_split: str) -> list[LimoExample]:
-    """The rows of ``load_limo_result`` (skipped rows are warned about by the loader)."""
-    return list(load_limo_result(source, limo_dir, synthetic_count=synthetic_count, seed=seed,
-                                 hub_split=hub_split).rows)

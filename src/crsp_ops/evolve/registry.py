@@ -77,11 +77,6 @@ def alias_holder(client: Any, name: str, alias: str) -> tuple[float | None, dict
     return (float(score) if score is not None else None), tags
 
 
-def alias_holder_score(client: Any, name: str, alias: str) -> float | None:
-    """Held-out composite of the version holding ``alias`` (``None``: no holder or no tag)."""
-    return alias_holder(client, name, alias)[0]
-
-
 def register_processor(
     client: Any,
     *,

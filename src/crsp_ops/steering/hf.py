@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor
 
-from crsp_ops.steering.bias import ClusterBias, add_bias, add_bias_
+from crsp_ops.steering.bias import ClusterBias, add_bias_
 
 
 class ClusterBiasLogitsProcessor(LogitsProcessor):
@@ -59,8 +59,5 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         if bias is None:
             return scores
         # Not in place: generate() stores the same tensor as the raw logits (output_logits=True)
-        # after calling the processors, and those must stay unsteered. ``float()`` copies
-        # reduced-precision scores; float32 ones are copied by ``add_bias``.
-        if scores.dtype == torch.float32:
-            return add_bias(scores, bias)
-        return add_bias_(scores.float(), bias)
+        # after calling the processors, and those must stay unsteered.
+        return add_bias_(scores.to(torch.float32, copy=True), bias)
