@@ -87,10 +87,15 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
                                  reflector_base_url=effective_base_url(settings.reflector.base_url))
     uri = tracking_uri(resolved) if settings.tracking.enabled else None
     tags = {"proposer": kind, "crsp.out_dir": str(out)}
+    run_name = f"{kind}-{out.name}"
+    if kind == "optuna":  # parallel workers of one study: tell their runs apart
+        tags |= {"optuna.study": settings.optuna.study_name,
+                 "optuna.worker": str(settings.optuna.worker)}
+        run_name += f"-w{settings.optuna.worker}"
     if paths.resume:
         tags["crsp.resumed"] = "true"
     try:
-        with start_run(JOB, resolved, run_name=f"{kind}-{out.name}", tags=tags,
+        with start_run(JOB, resolved, run_name=run_name, tags=tags,
                        owner_tag="crsp.out_dir") as tracker:
             outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
                               tracking_uri=uri)

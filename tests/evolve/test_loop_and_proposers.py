@@ -11,7 +11,13 @@ from evolve_testkit import fake_evaluate, fake_evaluate_truncating
 from crsp_ops.evolve.iteration import Proposal
 from crsp_ops.evolve.loop import LoopConfig, ProposalFailedError, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
-from crsp_ops.evolve.optuna_proposer import OptunaProposer, make_sampler, open_study, search_ranges
+from crsp_ops.evolve.optuna_proposer import (
+    OptunaProposer,
+    make_sampler,
+    open_study,
+    param_name,
+    search_ranges,
+)
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.evolve.token_usage import ClusterCounter
@@ -153,11 +159,13 @@ def test_resume_refuses_another_proposer(tmp_path):
 
 def optuna_proposer(path, seed=0):
     study = open_study(storage=f"sqlite:///{path / 'optuna.db'}", study_name="s",
-                       sampler=make_sampler("tpe", seed))
+                       sampler=make_sampler("tpe", seed),
+                       first_params={param_name(cid): v for cid, v in INITIAL.items()})
     return OptunaProposer(study, search_ranges(INITIAL, low=-2, high=2, overrides={}))
 
 
 def test_optuna_enqueues_initial_first_and_resumes_its_study(tmp_path):
+    """Ctrl+C fails the pending trial; the resumed run evaluates its params again."""
     with pytest.raises(KeyboardInterrupt):
         calls = []
 
@@ -172,8 +180,13 @@ def test_optuna_enqueues_initial_first_and_resumes_its_study(tmp_path):
     study = optuna_proposer(tmp_path).study
     trials = study.trials
     assert trials[0].params == {f"delta_{i}": 0.0 for i in range(K)}  # the initial deltas
+    assert [t.state.name for t in trials] == ["COMPLETE"] * 3 + ["FAIL"] + ["COMPLETE"] * 3
+    assert trials[4].params == trials[3].params  # the interrupted trial, evaluated again
+    assert trials[4].user_attrs["retry_of"] == 3
     complete = [t for t in trials if t.value is not None]
-    assert [t.number for t in complete] == [0, 1, 2, 3, 4, 5]  # none repeated, none skipped
+    assert [t.number for t in complete] == [0, 1, 2, 4, 5, 6]  # none repeated, none skipped
+    assert [row.proposer_metrics["optuna_trial"] for row in outcome.history] == [
+        0, 1, 2, 4, 5, 6]
     for row, trial in zip(outcome.history, complete, strict=True):
         assert row.deltas == {str(i): trial.params[f"delta_{i}"] for i in range(K)}
         assert row.scores["composite_score"] == pytest.approx(trial.value)

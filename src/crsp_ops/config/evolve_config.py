@@ -127,6 +127,8 @@ class OptunaSettings:
     cluster_ranges: str  # "id:low:high,..."
     storage: str  # "" | RDB URL | "journal:<path>"
     study_name: str
+    n_trials: int  # trial budget shared by the study's workers (0: none)
+    worker: int  # this worker's index: seed offset, run name, trial attrs
 
     def __post_init__(self) -> None:
         if not self.delta_low < self.delta_high:

@@ -54,6 +54,7 @@ class Evidence:
     best_composite: float  # the best deltas' composite (on this minibatch when judged paired)
     cluster_descriptions: dict[str, Any]  # cluster_descriptions.json content
     improved: bool = False  # the loop adopted these deltas as the new best
+    final: bool = False  # no iteration follows: a proposal will not be evaluated
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class Proposal:
     error: str | None = None  # why the proposal failed (None when deltas are given)
     exchanges: tuple[Exchange, ...] = ()  # LLM requests behind this proposal, in order
     metrics: dict[str, float] = field(default_factory=dict)  # proposer-specific numbers
+    stop: bool = False  # nothing left to propose (a shared budget is spent): the loop ends
 
     def __post_init__(self) -> None:
         if (self.deltas is None) == (self.error is None):

@@ -126,6 +126,9 @@ def run_evolution(
 ) -> EvolutionOutcome:
     """Run (or resume) the loop until ``config.iterations`` iterations are recorded.
 
+    The proposer picks what the first iteration evaluates (``Proposer.begin``) and may end the
+    run earlier (``Proposal.stop``, or ``begin`` returning ``None``): a shared budget is spent.
+
     Args:
         pool: questions minibatches are drawn from (``example.financebench_id`` identifies one).
         evaluate: generates with the given deltas and grades; returns the minibatch result.
@@ -138,21 +141,22 @@ def run_evolution(
 
     Raises:
         ProposalFailedError: a proposal failed and ``config.stop_on_failure`` is set.
-        KeyboardInterrupt: after ``deltas_best.json``/``processor_best.py`` were rewritten from
-            the last committed state (``state.json``; the initial deltas before any commit).
+        KeyboardInterrupt: after ``Proposer.release``, and after ``deltas_best.json``/
+            ``processor_best.py`` were rewritten from the last committed state (``state.json``; the initial deltas before any commit).
     """
     state = _initial_state(store, initial_deltas, proposer)
     resumed_from = state.next_iteration
     if resumed_from:
         logger.info("resuming %s at iteration %d/%d", store.out, resumed_from, config.iterations)
-    else:
-        store.write_current(state.current)
     outputs = IterationOutputs(store, tracker or NullTracker())
     try:
-        while state.next_iteration < config.iterations:
-            _run_iteration(state, pool, evaluate, proposer, cluster_descriptions, config,
-                           outputs)
+        running = state.next_iteration < config.iterations and _begin(state, proposer)
+        store.write_current(state.current)
+        while running and state.next_iteration < config.iterations:
+            running = _run_iteration(state, pool, evaluate, proposer, cluster_descriptions,
+                                     config, outputs)
     except BaseException:
+        _release(proposer)
         outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
         # ... and the best files from committed state only: an improvement found by the
         # interrupted iteration is not in history.json nor state.json, so it is not reported.
@@ -167,6 +171,25 @@ def run_evolution(
     )
 
 
+def _release(proposer: Proposer) -> None:
+    """``proposer.release()`` while unwinding: its own error is logged, never raised."""
+    try:
+        proposer.release()
+    except Exception as error:  # noqa: BLE001 - the error being unwound matters more
+        logger.warning("the %s proposer could not release its claim: %s", proposer.name, error)
+
+
+def _begin(state: _LoopState, proposer: Proposer) -> bool:
+    """Let the proposer pick what the first iteration of this invocation evaluates."""
+    first = proposer.begin(state.current)
+    if first is None:
+        logger.info("the %s proposer has nothing left to evaluate; no iteration runs",
+                    proposer.name)
+        return False
+    state.current = dict(first)
+    return True
+
+
 def _run_iteration(
     state: _LoopState,
     pool: Sequence[Any],
@@ -175,7 +198,8 @@ def _run_iteration(
     cluster_descriptions: Mapping[str, Any],
     config: LoopConfig,
     outputs: IterationOutputs,
-) -> None:
+) -> bool:
+    """Run one iteration and commit it; ``False`` when the proposer asked to stop."""
     iteration = state.next_iteration
     started = time.perf_counter()
     batch = sample_minibatch(
@@ -195,7 +219,7 @@ def _run_iteration(
     evidence = Evidence(
         iteration=iteration, deltas=state.current, records=list(result.records), scores=scores,
         best_composite=state.best_composite, cluster_descriptions=dict(cluster_descriptions),
-        improved=improved,
+        improved=improved, final=iteration + 1 >= config.iterations,
     )
     proposal = proposer.propose(evidence)
     if proposal.exchanges:
@@ -228,6 +252,10 @@ def _run_iteration(
     )
     if proposal.failed and config.stop_on_failure:
         raise ProposalFailedError(f"iteration {iteration}: {proposal.error}")
+    if proposal.stop:
+        logger.info("iteration %d: the %s proposer has nothing left to propose; the run ends",
+                    iteration, proposer.name)
+    return not proposal.stop
 
 
 def _incumbent_scores(

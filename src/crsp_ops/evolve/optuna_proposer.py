@@ -1,18 +1,33 @@
 """The Optuna baseline: ask/tell over the same deltas, seeded, the initial deltas first.
 
-Iteration i evaluates the params of trial ``pending``; ``propose`` tells that trial its
-minibatch composite and asks the next. The first call enqueues the initial deltas (the ones
-iteration 0 evaluated) and tells them, so the study starts where the reflector starts. The
-study lives in its own storage (Optuna cannot share MLflow's database), so a resumed run loads
-it and continues from the pending trial.
+Every iteration evaluates the params of the trial this worker asked for (``pending``), and
+``propose`` tells exactly that trial the composite of exactly those params, then asks the next.
+The worker that creates the study enqueues the initial deltas (the ones the reflector starts
+from) once; whichever worker's ask pops that trial evaluates them, so the study starts where
+the reflector starts and no fresh trial is ever told another trial's score.
+
+Parallel workers share one storage (an RDB URL such as PostgreSQL, or ``journal:<path>`` on
+one machine) and, with ``n_trials``, one budget: a worker asks only while fewer than
+``n_trials`` trials are COMPLETE or RUNNING, and a trial that two racing asks pushed over the
+budget is told FAIL at once (``over_budget``), so the COMPLETE trials never exceed it. A worker
+stopped by an exception (Ctrl+C, SIGTERM, an error) tells its pending trial FAIL; resumed, it
+enqueues that trial's params again. A study lives in its own storage (Optuna cannot share
+MLflow's database), so a resumed run loads it and continues from the pending trial.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import optuna
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+from sqlalchemy.exc import SQLAlchemyError
 
 from crsp_ops.evolve.iteration import Evidence, Proposal
 from crsp_ops.evolve.proposer import Proposer
@@ -21,6 +36,9 @@ from crsp_ops.steering.deltas import Deltas, validate_deltas
 logger = logging.getLogger(__name__)
 
 JOURNAL_PREFIX = "journal:"
+RETRY_OF = "retry_of"  # user attr: the interrupted trial whose params this one evaluates again
+OVER_BUDGET = "over_budget"  # user attr of a trial asked past the shared budget (told FAIL)
+TAKEN = (TrialState.COMPLETE, TrialState.RUNNING)  # the trials a shared budget counts
 
 
 def param_name(cluster_id: str) -> str:
@@ -56,17 +74,12 @@ def resolve_storage(storage: str, out_dir: Path) -> Any:
         out_dir.mkdir(parents=True, exist_ok=True)  # sqlite creates the file, not its folder
         return f"sqlite:///{(out_dir / 'optuna.db').resolve()}"
     if storage.startswith(JOURNAL_PREFIX):
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
         return JournalStorage(JournalFileBackend(storage[len(JOURNAL_PREFIX):]))
     return storage
 
 
 def make_sampler(kind: str, seed: int) -> Any:
     """A seeded TPE or random sampler."""
-    import optuna
-
     if kind == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     if kind == "random":
@@ -78,38 +91,94 @@ class OptunaProposer(Proposer):
     """Propose the params of the next Optuna trial (see the module docstring).
 
     Args:
-        study: an ``optuna.Study`` (direction maximize), created or loaded by the caller.
+        study: an ``optuna.Study`` (direction maximize), from ``open_study``.
         ranges: per-cluster ``(low, high)`` search range.
+        n_trials: the study's trial budget shared by every worker (0: no shared budget).
+        trial_attrs: user attrs set on every trial this worker asks (its worker id, its run).
     """
 
     name = "optuna"
 
-    def __init__(self, study: Any, ranges: Mapping[str, tuple[float, float]]) -> None:
-        import optuna
-
+    def __init__(self, study: Any, ranges: Mapping[str, tuple[float, float]], *,
+                 n_trials: int = 0, trial_attrs: Mapping[str, str] | None = None) -> None:
         if study.direction != optuna.study.StudyDirection.MAXIMIZE:
             raise ValueError("the Optuna study must maximize the composite score")
+        if n_trials < 0:
+            raise ValueError(f"n_trials={n_trials} must be >= 0 (0: no shared budget)")
         self.study = study
         self.ranges = dict(ranges)
+        self.n_trials = n_trials
+        self.trial_attrs = dict(trial_attrs or {})
         self.distributions = {
             param_name(cid): optuna.distributions.FloatDistribution(lo, hi)
             for cid, (lo, hi) in self.ranges.items()
         }
         self.pending: int | None = None  # trial whose params the current iteration evaluates
 
+    def begin(self, current: Deltas) -> Deltas | None:
+        """The pending trial's params (resumed), else those of a newly asked trial."""
+        if self.pending is not None:
+            trial = self._trial(self.pending)
+            if trial.state == TrialState.RUNNING:
+                return self._deltas(trial.params)
+            self._retry(trial)
+            self.pending = None
+        return self._ask()
+
     def propose(self, evidence: Evidence) -> Proposal:
-        """Tell the pending trial its composite, then ask the next trial."""
+        """Tell the pending trial the composite of its params, then ask the next trial."""
         if self.pending is None:
-            self.study.enqueue_trial(
-                {param_name(cid): value for cid, value in evidence.deltas.items()},
-                skip_if_exists=True,
-            )
-            self.pending = self.study.ask(self.distributions).number
-        self.study.tell(self.pending, evidence.scores["composite_score"], skip_if_finished=True)
+            raise RuntimeError("OptunaProposer.propose before begin: no trial was asked")
+        told = self._trial(self.pending)
+        if self._deltas(told.params) != dict(evidence.deltas):
+            raise RuntimeError(f"trial {told.number}'s params are not the evaluated deltas")
+        self.study.tell(told.number, evidence.scores["composite_score"])
+        self.pending = None
+        metrics = {"optuna_trial": float(told.number)}
+        if evidence.final:
+            return Proposal(deltas=dict(evidence.deltas), metrics=metrics)
+        deltas = self._ask()
+        if deltas is None:
+            return Proposal(deltas=dict(evidence.deltas), metrics=metrics, stop=True)
+        return Proposal(deltas=deltas, metrics=metrics)
+
+    def release(self) -> None:
+        """Tell the pending trial FAIL: it never stays RUNNING after an interrupted worker."""
+        if self.pending is not None:
+            self.study.tell(self.pending, state=TrialState.FAIL, skip_if_finished=True)
+
+    def _ask(self) -> Deltas | None:
+        """Ask a trial within the shared budget (``None``: spent), and make it pending."""
+        if self.n_trials and self._taken() >= self.n_trials:
+            return None
         trial = self.study.ask(self.distributions)
+        for key, value in self.trial_attrs.items():
+            trial.set_user_attr(key, value)
+        if self.n_trials and self._taken(before=trial.number) >= self.n_trials:
+            # another worker's ask won the last slot between the count and this ask
+            trial.set_user_attr(OVER_BUDGET, True)
+            self.study.tell(trial.number, state=TrialState.FAIL)
+            return None
         self.pending = trial.number
-        deltas = self._deltas(trial.params)
-        return Proposal(deltas=deltas, metrics={"optuna_trial": float(trial.number)})
+        return self._deltas(trial.params)
+
+    def _taken(self, before: int | None = None) -> int:
+        """COMPLETE + RUNNING trials (+ WAITING ones numbered below ``before``, if given)."""
+        states = TAKEN if before is None else (*TAKEN, TrialState.WAITING)
+        trials = self.study.get_trials(deepcopy=False, states=states)
+        return sum(1 for t in trials if before is None or t.number < before)
+
+    def _retry(self, trial: Any) -> None:
+        """Enqueue the params of an interrupted (FAIL) trial once, for whichever worker asks."""
+        if trial.state != TrialState.FAIL or trial.user_attrs.get(OVER_BUDGET):
+            return
+        if any(t.user_attrs.get(RETRY_OF) == trial.number
+               for t in self.study.get_trials(deepcopy=False)):
+            return
+        self.study.enqueue_trial(trial.params, user_attrs={RETRY_OF: trial.number})
+
+    def _trial(self, number: int) -> Any:
+        return self.study.get_trials(deepcopy=False)[number]
 
     def _deltas(self, params: Mapping[str, float]) -> Deltas:
         raw = {cid: params[param_name(cid)] for cid in self.ranges}
@@ -125,12 +194,34 @@ class OptunaProposer(Proposer):
         self.pending = None if pending is None else int(pending)
 
 
-def open_study(*, storage: Any, study_name: str, sampler: Any) -> Any:
-    """Create or load (resume) a maximising study."""
-    import optuna
+def open_study(*, storage: Any, study_name: str, sampler: Any,
+               first_params: Mapping[str, float] | None = None, attempts: int = 5) -> Any:
+    """Create or load (resume, join) a maximising study.
 
+    Only the worker whose call creates the study enqueues ``first_params`` (the initial
+    deltas), so they are enqueued once per study however many workers start at once. Workers
+    starting together on an empty database can race on Optuna's table creation; that is
+    retried ``attempts`` times.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna.create_study(
-        storage=storage, study_name=study_name, sampler=sampler, direction="maximize",
-        load_if_exists=True,
-    )
+    for attempt in range(1, attempts + 1):
+        try:
+            return _create_or_load(storage, study_name, sampler, first_params)
+        except SQLAlchemyError as error:
+            if attempt == attempts:
+                raise
+            logger.warning("opening study %s failed (%s); retrying", study_name, error)
+            time.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _create_or_load(storage: Any, study_name: str, sampler: Any,
+                    first_params: Mapping[str, float] | None) -> Any:
+    try:
+        study = optuna.create_study(storage=storage, study_name=study_name, sampler=sampler,
+                                    direction="maximize")
+    except optuna.exceptions.DuplicatedStudyError:
+        return optuna.load_study(storage=storage, study_name=study_name, sampler=sampler)
+    if first_params is not None:
+        study.enqueue_trial(dict(first_params))
+    return study

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from crsp_ops.evolve.iteration import Evidence, Proposal
+from crsp_ops.steering.deltas import Deltas
 
 logger = logging.getLogger(__name__)
 
@@ -19,9 +20,22 @@ class Proposer(ABC):
     exactly the cluster ids of ``evidence.deltas`` (or a failed ``Proposal``, never invalid
     deltas). Everything a proposer must remember across iterations is in ``state_dict`` (JSON),
     which the loop persists after each iteration and hands to ``load_state_dict`` on resume.
+    Before the first iteration of a run (fresh or resumed) the loop asks ``begin`` what to
+    evaluate; when it stops on an exception it calls ``release`` so nothing stays claimed.
     """
 
     name: str = "proposer"
+
+    def begin(self, current: Deltas) -> Deltas | None:
+        """Deltas the next iteration evaluates, given the committed ``current`` ones.
+
+        ``None``: nothing is left to evaluate (e.g. a shared budget is spent); the loop ends.
+        The default keeps ``current`` (the initial deltas of a fresh run).
+        """
+        return dict(current)
+
+    def release(self) -> None:  # noqa: B027 - nothing to release by default
+        """The loop stops on an exception (Ctrl+C, SIGTERM, an error) before ``propose``."""
 
     @abstractmethod
     def propose(self, evidence: Evidence) -> Proposal:

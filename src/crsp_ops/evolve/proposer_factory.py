@@ -13,6 +13,7 @@ from crsp_ops.evolve.optuna_proposer import (
     OptunaProposer,
     make_sampler,
     open_study,
+    param_name,
     resolve_storage,
     search_ranges,
 )
@@ -30,13 +31,18 @@ def build_proposer(
     initial_deltas: Mapping[str, float],
     out_dir: Path,
     tokenize: Callable[[str], Sequence[int]],
+    worker_attrs: Mapping[str, str] | None = None,
 ) -> Proposer:
-    """Return the ``reflector``, ``optuna`` or ``offline`` proposer configured by ``settings``."""
+    """Return the ``reflector``, ``optuna`` or ``offline`` proposer configured by ``settings``.
+
+    ``worker_attrs`` say who runs it (worker id, MLflow run); Optuna records them on its trials.
+    """
     builders = {"reflector": _reflector, "optuna": _optuna, "offline": _offline}
     if kind not in builders:
         raise ValueError(f"unknown proposer {kind!r}; use one of {sorted(builders)}")
     return builders[kind](settings, token_clusters=token_clusters, n_clusters=n_clusters,
-                          initial_deltas=initial_deltas, out_dir=out_dir, tokenize=tokenize)
+                          initial_deltas=initial_deltas, out_dir=out_dir, tokenize=tokenize,
+                          worker_attrs=worker_attrs or {})
 
 
 def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
@@ -53,18 +59,20 @@ def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
     )
 
 
-def _optuna(settings, *, initial_deltas, out_dir, **_unused) -> Proposer:
+def _optuna(settings, *, initial_deltas, out_dir, worker_attrs, **_unused) -> Proposer:
 
     config = settings.optuna
     study = open_study(
         storage=resolve_storage(config.storage, out_dir), study_name=config.study_name,
-        sampler=make_sampler(config.sampler, config.seed),
+        sampler=make_sampler(config.sampler, config.seed + config.worker),
+        first_params={param_name(cid): value for cid, value in initial_deltas.items()},
     )
     ranges = search_ranges(
         initial_deltas, low=config.delta_low, high=config.delta_high,
         overrides=parse_cluster_ranges(config.cluster_ranges),
     )
-    return OptunaProposer(study, ranges)
+    return OptunaProposer(study, ranges, n_trials=config.n_trials,
+                          trial_attrs={"worker": str(config.worker), **worker_attrs})
 
 
 def _offline(settings, *, token_clusters, n_clusters, tokenize, **_unused) -> Proposer:

@@ -140,6 +140,7 @@ def run_job(
         proposer_kind, settings, token_clusters=clusters.token_clusters,
         n_clusters=clusters.n_clusters, initial_deltas=initial, out_dir=paths.out_dir,
         tokenize=_lazy_tokenizer(paths.model_dir),
+        worker_attrs={"mlflow_run_id": tracker.run_id} if tracker.run_id else None,
     )
     tracker.log_dict(clusters.descriptions, "inputs/cluster_descriptions.json")
     tracker.log_dict(initial, "inputs/deltas_initial.json")
@@ -205,7 +206,8 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
     store.write_json(HELDOUT, heldout.to_json())
     store.write_json(METRICS, {
         "proposer": proposer_kind,
-        "best_composite_score": outcome.best_composite,
+        # None: this worker evaluated nothing (its study's shared budget was already spent)
+        "best_composite_score": outcome.best_composite if outcome.best_iteration >= 0 else None,
         **{k: v for k, v in final.items() if k != "wall_time_s"},
     })
     tracker.flush()
