@@ -103,8 +103,11 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
         print(f"crsp-ops {JOB}: stopped: {error} (evolve.on_proposal_failure=stop)",
               file=sys.stderr)
         return 1
-    print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
-          f"{outcome.best_iteration}; outputs in {out}")
+    if outcome.best_iteration < 0:
+        print(f"no iteration ran (the shared Optuna budget was spent); outputs in {out}")
+    else:
+        print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
+              f"{outcome.best_iteration}; outputs in {out}")
     return 0
 
 

@@ -142,7 +142,8 @@ def run_evolution(
     Raises:
         ProposalFailedError: a proposal failed and ``config.stop_on_failure`` is set.
         KeyboardInterrupt: after ``Proposer.release``, and after ``deltas_best.json``/
-            ``processor_best.py`` were rewritten from the last committed state (``state.json``; the initial deltas before any commit).
+            ``processor_best.py`` were rewritten from the last committed state
+            (``state.json``; the initial deltas before any commit).
     """
     state = _initial_state(store, initial_deltas, proposer)
     resumed_from = state.next_iteration

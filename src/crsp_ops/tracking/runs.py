@@ -12,6 +12,7 @@ from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking.outage import OutagePolicy
 from crsp_ops.tracking.run_tags import dvc_tags, git_tags
 from crsp_ops.tracking.stale_runs import close_stale_runs, process_tags
+from crsp_ops.tracking.store_init import open_client
 from crsp_ops.tracking.store_location import ensure_store_in_project
 from crsp_ops.tracking.tracker import MlflowTracker, NullTracker, Tracker, finish_run
 
@@ -74,12 +75,11 @@ def start_run(
         return
     disable_telemetry()
     from mlflow.entities import RunTag
-    from mlflow.tracking import MlflowClient
 
     uri = tracking_uri(resolved)
     if uri == project_store_uri(resolved.root):  # a copied project must not write elsewhere
         ensure_store_in_project(resolved.root / "mlflow.db", resolved.root)
-    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    client = open_client(uri)  # parallel workers may open a fresh mlflow.db together
     project_run_id = os.environ.get("MLFLOW_RUN_ID")
     with ExitStack() as stack:
         # The run is created and its end guaranteed (finish_run) inside one critical section:
