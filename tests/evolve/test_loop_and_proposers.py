@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from evolve_testkit import fake_evaluate, fake_evaluate_truncating
 
-from crsp_ops.evolve.iteration import Proposal
+from crsp_ops.evolve.iteration import Evidence, Proposal
 from crsp_ops.evolve.loop import LoopConfig, ProposalFailedError, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
 from crsp_ops.evolve.optuna_proposer import (
@@ -190,3 +190,65 @@ def test_optuna_enqueues_initial_first_and_resumes_its_study(tmp_path):
     for row, trial in zip(outcome.history, complete, strict=True):
         assert row.deltas == {str(i): trial.params[f"delta_{i}"] for i in range(K)}
         assert row.scores["composite_score"] == pytest.approx(trial.value)
+
+
+def _evidence(deltas, iteration, final=False):
+    result = fake_evaluate(list(range(4)), deltas)
+    scores = {name: float(getattr(result.scores, name)) for name in (
+        "mean_token_length", "correctness_ratio", "shortness_score", "composite_score")}
+    return Evidence(iteration=iteration, deltas=deltas, records=list(result.records),
+                    scores=scores, best_composite=scores["composite_score"],
+                    cluster_descriptions=DESCRIPTIONS, final=final)
+
+
+def test_two_optuna_proposers_interleaved_share_one_study_and_budget(tmp_path):
+    """The joining worker neither re-enqueues nor tells a fresh trial the initial score."""
+    first = {param_name(cid): v for cid, v in INITIAL.items()}
+    ranges = search_ranges(INITIAL, low=-2, high=2, overrides={})
+    workers = [
+        OptunaProposer(open_study(storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="s",
+                                  sampler=make_sampler("tpe", seed), first_params=first),
+                       ranges, n_trials=5, trial_attrs={"worker": str(seed)})
+        for seed in (0, 1)
+    ]
+    current = [w.begin(INITIAL) for w in workers]
+    assert current[0] == INITIAL and current[1] != INITIAL  # worker 1 got a fresh trial
+    told = {0: [], 1: []}
+    running = [True, True]
+    iteration = 0
+    while any(running):
+        for index, worker in enumerate(workers):
+            if not running[index]:
+                continue
+            told[index].append((worker.pending, current[index]))
+            proposal = worker.propose(_evidence(current[index], iteration))
+            current[index], running[index] = proposal.deltas, not proposal.stop
+        iteration += 1
+    study = workers[0].study
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 5  # the budget, none RUNNING
+    assert sorted(n for pairs in told.values() for n, _ in pairs) == [0, 1, 2, 3, 4]
+    for index, pairs in told.items():
+        for number, deltas in pairs:
+            trial = study.trials[number]
+            assert trial.user_attrs["worker"] == str(index)
+            assert trial.params == {param_name(c): v for c, v in deltas.items()}
+            assert trial.value == _evidence(deltas, 0).scores["composite_score"]
+    late = OptunaProposer(open_study(storage=f"sqlite:///{tmp_path / 'optuna.db'}",
+                                     study_name="s", sampler=make_sampler("tpe", 2)),
+                          ranges, n_trials=5)
+    assert late.begin(INITIAL) is None  # the budget is spent: nothing to evaluate
+
+
+def test_optuna_release_fails_the_pending_trial_and_begin_retries_it(tmp_path):
+    proposer = optuna_proposer(tmp_path)
+    proposer.begin(INITIAL)
+    proposer.propose(_evidence(INITIAL, 0))  # trial 0 told; trial 1 asked
+    asked = dict(proposer.study.trials[1].params)
+    proposer.release()  # Ctrl+C while trial 1 was being evaluated
+    assert proposer.study.trials[1].state.name == "FAIL"
+    resumed = optuna_proposer(tmp_path)
+    resumed.load_state_dict(proposer.state_dict())
+    deltas = resumed.begin(INITIAL)
+    retry = resumed.study.trials[2]
+    assert retry.params == asked and retry.user_attrs["retry_of"] == 1
+    assert deltas == {cid: asked[param_name(cid)] for cid in INITIAL}
