@@ -6,6 +6,13 @@ then include the temperature), so an on-policy ratio is exactly 1 and the import
 measure only real staleness (a server serving older weights, or a second update epoch).
 Micro-batches accumulate gradients; each micro loss is weighted by its share of the step's
 response tokens, so the result equals one token-mean over the whole step.
+
+Across ``accelerate`` processes the step is every rank's rollouts: each rank's loss is scaled
+by ``world_size * local_tokens / global_tokens`` so that DDP's gradient average is that one
+token mean. A rank with no rollout still takes part (``batch=None``): DDP all-reduces
+gradients inside the backward pass, so a rank that skipped it would leave the others waiting
+forever. It runs one forward of a single token with a zero loss per epoch (zero gradients
+that reach every parameter) and the same optimizer steps, so the replicas stay identical.
 """
 
 from __future__ import annotations
@@ -70,8 +77,24 @@ def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, 
     return out
 
 
+def tokens_over_ranks(accelerator: Any, local_tokens: float) -> float:
+    """Response tokens of the step summed over every process (a collective when several)."""
+    if accelerator.num_processes == 1:
+        return local_tokens
+    total = torch.tensor([local_tokens], dtype=torch.float64, device=accelerator.device)
+    return float(accelerator.reduce(total, reduction="sum").item())
+
+
+def _idle_pass(model, accelerator) -> None:
+    """A zero-loss backward for a rank without rollouts: it joins DDP's gradient all-reduce."""
+    token = torch.zeros((1, 1), dtype=torch.long, device=accelerator.device)  # (1, 1)
+    with accelerator.autocast():
+        logits = model(input_ids=token, attention_mask=torch.ones_like(token)).logits
+        accelerator.backward(logits.sum() * 0.0)
+
+
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
-              temperature: float) -> dict[str, float]:
+              temperature: float, scale: float) -> dict[str, float]:
     total = float(batch.loss_mask.sum().clamp(min=1))
     parts = []
     slices = _micro_slices(batch.input_ids.shape[0], options.micro_batch_size)
@@ -87,39 +110,55 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
                 options.algorithm, logp_new, batch.old_logprobs[rows].to(device),
                 advantages[rows].to(device), mask, roles[rows], betas=options.betas,
                 log_ratio_clamp=options.log_ratio_clamp, ratio_clip=options.ratio_clip)
-            accelerator.backward(loss * weight)
+            accelerator.backward(loss * (weight * scale))
         parts.append((weight, metrics))
     return _weighted_metrics(parts)
 
 
-def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingBatch,
+def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingBatch | None,
                   roles: Sequence[str], task_types: Sequence[str], options: UpdateOptions,
                   *, temperature: float) -> dict[str, float]:
     """Compute task-relative advantages and take ``update_epochs`` optimizer steps.
+
+    With several processes every rank must call it (it is a collective), ``batch=None`` on a
+    rank whose step produced no rollout (see the module docstring).
 
     Args:
         model: the (accelerate-prepared) policy, in train mode.
         optimizer: its (prepared) optimizer.
         accelerator: the ``accelerate.Accelerator``.
-        batch: padded rollouts of the step.
+        batch: padded rollouts of this rank's step, ``None`` when it has none.
         roles: role of each row.
         task_types: task type of each row.
         options: algorithm and optimisation settings.
         temperature: from ``policy_temperature``.
 
     Returns:
-        Metrics of the last epoch: ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``,
-        ``clip_fraction``, ``log_ratio_clamped_fraction``, ``grad_norm``, ``advantage_abs_mean``.
+        ``{}`` when no rank had a rollout (no step taken). Otherwise metrics of the last epoch:
+        ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``, ``clip_fraction``,
+        ``log_ratio_clamped_fraction``, ``advantage_abs_mean`` (ranks with rollouts only) and
+        ``grad_norm``.
     """
-    advantages = compute_advantages(options.algorithm, batch.episode_rewards, list(task_types),
-                                    list(roles), eps=options.advantage_eps)  # (B,)
+    local_tokens = 0.0 if batch is None else float(batch.loss_mask.sum())
+    global_tokens = tokens_over_ranks(accelerator, local_tokens)
+    if global_tokens == 0:
+        return {}
+    scale = accelerator.num_processes * local_tokens / global_tokens
+    advantages = None
+    if batch is not None:
+        advantages = compute_advantages(options.algorithm, batch.episode_rewards,
+                                        list(task_types), list(roles),
+                                        eps=options.advantage_eps)  # (B,)
     role_list = list(roles)
     params = [p for p in model.parameters() if p.requires_grad]
     metrics: dict[str, float] = {}
     for _ in range(options.update_epochs):
         optimizer.zero_grad(set_to_none=True)
-        metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
-                            temperature)
+        if batch is None:
+            _idle_pass(model, accelerator)
+        else:
+            metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
+                                temperature, scale)
         if options.max_grad_norm > 0:
             norm = accelerator.clip_grad_norm_(params, options.max_grad_norm)
         else:
@@ -128,5 +167,6 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         metrics["grad_norm"] = float(norm)
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    metrics["advantage_abs_mean"] = float(advantages.abs().mean())
+    if advantages is not None:
+        metrics["advantage_abs_mean"] = float(advantages.abs().mean())
     return metrics

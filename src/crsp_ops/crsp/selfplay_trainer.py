@@ -287,17 +287,26 @@ class SelfPlayTrainer:
         base = {"rollouts/count": float(len(step_rollouts.rollouts)),
                 "rollouts/skipped": float(step_rollouts.skipped), **context_stats,
                 "generation/policy_lag": float(self.step - self.generation.policy_step)}
-        if not step_rollouts.rollouts:
+        batch = None
+        if step_rollouts.rollouts:
+            batch = TrainingBatch.from_rollouts(step_rollouts.rollouts, pad_token_id=self.pad_id)
+        elif self.accelerator.num_processes > 1:  # the other ranks' update needs this one
+            logger.warning("rank %d: step %d produced no trainable rollout; joining the update "
+                           "with a zero loss", self.accelerator.process_index, self.step + 1)
+        self.model.train()
+        update = {}
+        if batch is not None or self.accelerator.num_processes > 1:
+            update = policy_update(
+                self.model, self.optimizer, self.accelerator, batch, step_rollouts.roles,
+                step_rollouts.task_types, self.update_options,
+                temperature=policy_temperature(
+                    "raw" if batch is None else batch.logprob_semantics,
+                    self.settings.train.temperature))
+        if not update:
             logger.warning("step %d produced no trainable rollout; no update", self.step + 1)
             return base
-        batch = TrainingBatch.from_rollouts(step_rollouts.rollouts, pad_token_id=self.pad_id)
-        self.model.train()
-        update = policy_update(
-            self.model, self.optimizer, self.accelerator, batch, step_rollouts.roles,
-            step_rollouts.task_types, self.update_options,
-            temperature=policy_temperature(batch.logprob_semantics,
-                                           self.settings.train.temperature))
-        return {**base, **update, "trained_tokens": float(batch.loss_mask.sum())}
+        trained = 0.0 if batch is None else float(batch.loss_mask.sum())
+        return {**base, **update, "trained_tokens": trained}
 
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
         train = self.settings.train
