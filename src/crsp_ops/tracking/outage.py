@@ -5,7 +5,8 @@ timeout, 5xx after MLflow's own HTTP retries) leaves its points in the buffer; t
 retries them. At the end of the run the flush and the final status are retried for up to
 ``tracking.retry_seconds``; if the server is still away, the unsent points and the status are
 saved to a JSONL file and ``TrackingUnavailable`` names the server, the run and that file, which
-``replay_unsent`` (``crsp-ops tracking-replay FILE``) sends once the server is back.
+``replay_unsent`` (``crsp-ops tracking-replay FILE``) sends once the server is back. Artifacts
+written during the outage are kept on disk the same way (``artifact_spool``).
 An error the server answers with (a bad request) is not an outage and is raised at once.
 """
 
@@ -15,6 +16,7 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 from mlflow.entities import Metric
 from mlflow.exceptions import MlflowException, RestException
 
+from crsp_ops.tracking.artifact_spool import UnsentArtifact, send_artifact
 from crsp_ops.tracking.metric_buffer import MAX_METRICS_PER_BATCH
 
 logger = logging.getLogger(__name__)
@@ -88,23 +91,28 @@ def close_run(tracker: Any, status: str, end: bool) -> None:
     uri = str(tracker.client.tracking_uri)
     deadline = time.monotonic() + policy.retry_seconds
     error = retry_until(tracker.flush, deadline, "writing buffered metrics", uri)
+    if error is None:
+        error = retry_until(tracker.send_unsent_artifacts, deadline, "sending kept artifacts",
+                            uri)
     if error is None and end:
         error = retry_until(lambda: tracker.client.set_terminated(tracker.run_id, status),
                             deadline, f"ending the run {status}", uri)
     if error is None:
         return
+    artifacts = tracker.unsent_artifacts()
     path = spool_unsent(tracker.run_id, tracker.pending_metrics(), status if end else None,
-                        policy.spool_dir)
+                        policy.spool_dir, artifacts=artifacts)
     raise TrackingUnavailable(
         f"MLflow tracking server {uri} unreachable for {policy.retry_seconds:.0f}s at the end of "
-        f"run {tracker.run_id} ({_short(error)}); {len(tracker.pending_metrics())} metric points"
-        f"{' and the status ' + status if end else ''} saved to {path}: send them with "
-        f"`crsp-ops tracking-replay {path}` once the server is back"
+        f"run {tracker.run_id} ({_short(error)}); {len(tracker.pending_metrics())} metric points, "
+        f"{len(artifacts)} artifacts{' and the status ' + status if end else ''} saved to "
+        f"{path}: send them with `crsp-ops tracking-replay {path}` once the server is back"
     ) from error
 
 
-def spool_unsent(run_id: str, metrics: list, status: str | None, spool_dir: Path | None) -> Path:
-    """Append the unsent ``metrics`` (and the final ``status``) of ``run_id`` to a JSONL file."""
+def spool_unsent(run_id: str, metrics: list, status: str | None, spool_dir: Path | None,
+                 artifacts: Sequence[UnsentArtifact] = ()) -> Path:
+    """Append the unsent ``metrics``, kept ``artifacts`` and final ``status`` to a JSONL file."""
     folder = Path(spool_dir) if spool_dir is not None else Path(tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"mlflow_unsent_{run_id}.jsonl"
@@ -112,25 +120,38 @@ def spool_unsent(run_id: str, metrics: list, status: str | None, spool_dir: Path
         for metric in metrics:
             handle.write(json.dumps({"run_id": run_id, "key": metric.key, "value": metric.value,
                                      "timestamp": metric.timestamp, "step": metric.step}) + "\n")
+        for artifact in artifacts:
+            handle.write(json.dumps(artifact.to_row(run_id)) + "\n")
         if status is not None:
             handle.write(json.dumps({"run_id": run_id, "status": status}) + "\n")
     return path
 
 
 def replay_unsent(client: Any, path: Path) -> dict[str, int]:
-    """Send a file written by ``spool_unsent`` and delete it; returns points sent per run."""
+    """Send a file written by ``spool_unsent`` and delete it; returns points sent per run.
+
+    Metrics go first, then the kept artifacts (each copy deleted once uploaded), then the
+    final statuses.
+    """
     metrics: dict[str, list[Metric]] = {}
+    artifacts: list[tuple[str, UnsentArtifact]] = []
     statuses: dict[str, str] = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         if "status" in row:
             statuses[row["run_id"]] = row["status"]
+        elif "artifact" in row:
+            artifacts.append((row["run_id"],
+                              UnsentArtifact(Path(row["artifact"]), row["artifact_path"])))
         else:
             metrics.setdefault(row["run_id"], []).append(
                 Metric(row["key"], float(row["value"]), int(row["timestamp"]), int(row["step"])))
     for run_id, points in metrics.items():
         for start in range(0, len(points), MAX_METRICS_PER_BATCH):
             client.log_batch(run_id, metrics=points[start : start + MAX_METRICS_PER_BATCH])
+    for run_id, artifact in artifacts:
+        if artifact.local.exists():  # absent: uploaded by an earlier, interrupted replay
+            send_artifact(client, run_id, artifact)
     for run_id, status in statuses.items():
         client.set_terminated(run_id, status)
     Path(path).unlink()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -14,11 +15,29 @@ from typing_extensions import override
 
 from crsp_ops.interrupts import Terminated, critical_section
 from crsp_ops.tracking.artifact_scan import redacted_artifact
+from crsp_ops.tracking.artifact_spool import (
+    UnsentArtifact,
+    keep_artifact,
+    send_artifact,
+    spool_folder,
+)
 from crsp_ops.tracking.metric_buffer import MetricBuffer
 from crsp_ops.tracking.outage import OutagePolicy, close_run, is_outage
 from crsp_ops.tracking.redaction import Redactor
 
 MAX_PARAMS_PER_BATCH = 100  # MLflow's log_batch limit for params and tags
+
+logger = logging.getLogger(__name__)
+
+
+def _parent(artifact_file: str) -> str | None:
+    """The run directory of ``artifact_file`` (``None``: the root).
+
+    >>> _parent("a/b.json"), _parent("b.json")
+    ('a', None)
+    """
+    parent = str(Path(artifact_file).parent)
+    return None if parent == "." else parent
 
 
 class Tracker:
@@ -90,6 +109,7 @@ class MlflowTracker(Tracker):
             transient=is_outage,
         )
         self.outage = OutagePolicy()  # what the end of the run does if the server is away
+        self._unsent_artifacts: list[UnsentArtifact] = []  # kept during an outage
 
     def _write(self, call, *args, **kwargs):
         """One store write, never torn by Ctrl+C/SIGTERM."""
@@ -123,7 +143,10 @@ class MlflowTracker(Tracker):
 
     @override
     def log_text(self, text: str, artifact_file: str) -> None:
-        self._write(self.client.log_text, self.run_id, self.redactor.text(text), artifact_file)
+        with tempfile.TemporaryDirectory() as tmp:
+            local = Path(tmp) / Path(artifact_file).name
+            local.write_text(self.redactor.text(text), encoding="utf-8")
+            self._send_artifact(local, _parent(artifact_file))
 
     @override
     def log_dict(self, obj: Any, artifact_file: str) -> None:
@@ -132,19 +155,45 @@ class MlflowTracker(Tracker):
     @override
     def log_artifact(self, local_path: str | os.PathLike, artifact_path: str | None = None) -> None:
         with redacted_artifact(Path(local_path), self.redactor) as path:
-            if path.is_dir():
-                self._write(self.client.log_artifacts, self.run_id, str(path), artifact_path)
-            else:
-                self._write(self.client.log_artifact, self.run_id, str(path), artifact_path)
+            self._send_artifact(path, artifact_path)
 
     @override
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             local = Path(tmp) / Path(artifact_file).name
             figure.savefig(local, dpi=100, bbox_inches="tight")
-            parent = str(Path(artifact_file).parent)
-            self._write(self.client.log_artifact, self.run_id, str(local),
-                        None if parent == "." else parent)
+            self._send_artifact(local, _parent(artifact_file))
+
+    def _send_artifact(self, path: Path, artifact_path: str | None) -> None:
+        """Upload a (redacted) file or directory; kept for later if the server is away."""
+        item = UnsentArtifact(path, artifact_path)
+        try:
+            self._write(self._upload, item)
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            kept = keep_artifact(path, artifact_path,
+                                 spool_folder(self.outage.spool_dir, self.run_id))
+            self._unsent_artifacts.append(kept)
+            logger.warning("tracking server unreachable (%s); artifact %s kept in %s, sent when "
+                           "the run ends", type(error).__name__, path.name, kept.local)
+
+    def _upload(self, item: UnsentArtifact) -> None:
+        if item.local.is_dir():
+            self.client.log_artifacts(self.run_id, str(item.local), item.artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(item.local), item.artifact_path)
+
+    def send_unsent_artifacts(self) -> None:
+        """Upload the artifacts kept during an outage, oldest first (raises on the first error)."""
+        with critical_section():
+            while self._unsent_artifacts:
+                send_artifact(self.client, self.run_id, self._unsent_artifacts[0])
+                self._unsent_artifacts.pop(0)
+
+    def unsent_artifacts(self) -> list[UnsentArtifact]:
+        """Artifacts not yet uploaded (kept on disk while the server is unreachable)."""
+        return list(self._unsent_artifacts)
 
     @override
     def flush(self) -> None:
