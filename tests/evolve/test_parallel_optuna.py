@@ -27,13 +27,14 @@ from crsp_ops.evolve.optuna_proposer import (
     param_name,
     resolve_storage,
 )
+from crsp_ops.tracking.store_init import open_client
 
-BUDGET = 8
+BUDGET = 10
 WORKERS = 2
-# each iteration generates twice (paired judging), so a worker alone needs longer than the
-# other's start-up takes: both workers share the budget
-SMALL = [f"evolve.iterations={BUDGET}", "evolve.minibatch_size=4", "evolve.heldout_size=2",
-         "evolve.registry_enabled=false", "generation.max_new_tokens=24",
+# Iterations long enough (8 questions, paired judging generates twice) that one worker alone
+# needs longer for the budget than the other's start-up skew: both take part.
+SMALL = [f"evolve.iterations={BUDGET}", "evolve.minibatch_size=8", "evolve.heldout_size=2",
+         "evolve.registry_enabled=false", "generation.max_new_tokens=32",
          f"optuna.n_trials={BUDGET}", "tracking.flush_seconds=0.0"]
 
 
@@ -78,6 +79,8 @@ def storage(request, tmp_path):
 def test_two_workers_share_one_budget_without_losing_or_repeating_a_trial(
         tmp_path, evolve_inputs, storage):
     root = make_project(tmp_path / "proj", evolve_inputs)
+    # the store exists, as after any earlier run (its concurrent creation: test_store_init.py)
+    open_client(f"sqlite:///{root / 'mlflow.db'}")
     _run_workers(root, storage)
 
     study = optuna.load_study(study_name="crsp-evolve",
