@@ -8,7 +8,11 @@ Same pool, minibatch size, iteration budget, scoring and MLflow layout as ``crsp
     mlflow run . -e optuna --env-manager local --experiment-name crsp-evolve
 
 The study lives in ``<out>/optuna.db`` unless ``optuna.storage`` names another (an RDB URL for
-parallel workers, or journal:<path>).
+parallel workers, or journal:<path> on one machine). Parallel workers share a budget of
+``optuna.n_trials`` trials; each gets its own ``optuna.worker`` index and ``--out``:
+
+    crsp-ops optuna --out outputs/optuna-w1 --set optuna.storage=journal:outputs/optuna.journal \
+        --set optuna.n_trials=16 --set evolve.iterations=16 --set optuna.worker=1
 """
 
 from __future__ import annotations
