@@ -21,6 +21,7 @@ import sys
 
 from crsp_ops.openai_client import effective_base_url
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
+from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
@@ -86,11 +87,11 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     kind = resolve_proposer_kind(settings.evolve.proposer,
                                  reflector_base_url=effective_base_url(settings.reflector.base_url))
     uri = tracking_uri(resolved) if settings.tracking.enabled else None
-    tags = {"proposer": kind, "crsp.out_dir": str(out)}
+    tags = {**run_tags(settings, kind), "crsp.out_dir": str(out)}
     if paths.resume:
         tags["crsp.resumed"] = "true"
     try:
-        with start_run(JOB, resolved, run_name=f"{kind}-{out.name}", tags=tags,
+        with start_run(JOB, resolved, run_name=evolve_run_name(settings, kind), tags=tags,
                        owner_tag="crsp.out_dir") as tracker:
             outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
                               tracking_uri=uri)
@@ -101,6 +102,29 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
           f"{outcome.best_iteration}; outputs in {out}")
     return 0
+
+
+def evolve_run_name(settings, kind: str) -> str:
+    """``evolve-<proposer>[-<sampler>]-<model>-<N>it``, e.g. ``evolve-optuna-tpe-tiny-8it``."""
+    sampler = settings.optuna.sampler if kind == "optuna" else ""
+    return run_name(JOB, kind, sampler, settings.model.source, f"{settings.evolve.iterations}it")
+
+
+def run_tags(settings, kind: str) -> dict[str, str]:
+    """Proposer, model, budget and seed tags (the runs table's columns; the model fingerprint
+    ``base_model.*`` is tagged once the model is opened)."""
+    evolve = settings.evolve
+    # generations per iteration: the candidate, plus the incumbent re-scored when paired
+    per_iteration = evolve.minibatch_size * (2 if evolve.paired_best else 1)
+    return {
+        "proposer": kind,
+        "model.source": settings.model.source,
+        "budget.iterations": str(evolve.iterations),
+        "budget.minibatch_size": str(evolve.minibatch_size),
+        "budget.max_rollouts": str(evolve.iterations * per_iteration),
+        "seed": str(settings.optuna.seed if kind == "optuna" else evolve.seed),
+        "evolve.frontier": str(getattr(evolve, "frontier", False)).lower(),
+    }
 
 
 def _resolve_out(out: str) -> str:

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
 from pipelines.stage_io import record_run
 
@@ -66,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
             "crsp.resumed_from": str(checkpoint or ""),
             # the base model it starts from (not a resumed checkpoint) and its held-out tasks
             **comparison_tags(base, heldout_rows=heldout_tasks)}
-    tracking = (start_run("train", resolved, tags=tags) if accelerator.is_main_process
+    name = run_name("train", "crsp", settings.train.algorithm_name, settings.model.source,
+                    f"{settings.train.steps}steps")
+    tags.update({"model.source": settings.model.source,
+                 "budget.steps": str(settings.train.steps), "seed": str(settings.crsp.seed)})
+    tracking = (start_run("train", resolved, run_name=name, tags=tags)
+                if accelerator.is_main_process
                 else nullcontext(NullTracker()))
     with tracking as tracker:
         if accelerator.is_main_process:

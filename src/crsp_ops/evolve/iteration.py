@@ -118,3 +118,29 @@ class IterationRecord:
     def from_json(cls, row: dict[str, Any]) -> IterationRecord:
         """Rebuild a row read from ``history.json``."""
         return cls(**row)
+
+
+def best_composite_so_far(history: Sequence[IterationRecord]) -> float:
+    """The best minibatch composite so far: the highest composite a row had when it was adopted.
+
+    Never re-scored, so it never decreases along ``history`` (the incumbent's re-score on a
+    later, harder minibatch is ``incumbent_scores``, logged separately). NaN before any row.
+
+    >>> rows = [IterationRecord(i, {}, {"composite_score": c}, c, imp, [], False, None, "", 0, 0, {})
+    ...         for i, (c, imp) in enumerate([(0.5, True), (0.7, False), (0.6, True)])]
+    >>> best_composite_so_far(rows), best_composite_so_far(rows[:1])
+    (0.6, 0.5)
+    """
+    curve = best_composite_curve(history)
+    return curve[-1] if curve else float("nan")
+
+
+def best_composite_curve(history: Sequence[IterationRecord]) -> list[float]:
+    """``best_composite_so_far`` after each row (NaN until the first adopted row)."""
+    best, curve = float("nan"), []
+    for row in history:
+        if row.improved and not row.scores["composite_score"] <= best:  # NaN best: adopt
+            best = row.scores["composite_score"]
+        curve.append(best)
+    return curve
+

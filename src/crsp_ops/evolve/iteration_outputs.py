@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crsp_ops.evolve.background import BackgroundWorker
-from crsp_ops.evolve.iteration import Exchange, IterationRecord
+from crsp_ops.evolve.iteration import Exchange, IterationRecord, best_composite_so_far
 from crsp_ops.evolve.plot import EvolutionPlot
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
@@ -44,18 +44,27 @@ PLOT_CPU_SHARE = 0.02  # most of the wall time spent drawing the plot
 MAX_PLOT_STALENESS_S = 10.0  # ... unless that would leave it older than this
 
 
-def iteration_metrics(record: IterationRecord, reflector_tokens: float) -> dict[str, float]:
-    """The metrics of one history row (``reflector_tokens``: cumulative reflector tokens)."""
+def iteration_metrics(
+    record: IterationRecord, reflector_tokens: float, best_composite: float
+) -> dict[str, float]:
+    """The metrics of one history row.
+
+    Args:
+        record: the row.
+        reflector_tokens: cumulative reflector tokens after it.
+        best_composite: ``best_composite_so_far`` of the history ending at it (monotone); the
+            incumbent's re-score on this minibatch is ``incumbent_rescored_composite``.
+    """
     metrics = {
         **record.scores,
-        "best_composite_score": record.best_composite_score,
+        "best_composite": best_composite,
         "proposal_failed": float(record.proposal_failed),
         "generation_s": record.generation_s,
         "iteration_s": record.iteration_s,
         **record.proposer_metrics,
     }
     if record.incumbent_scores is not None:
-        metrics["incumbent_composite_score"] = record.incumbent_scores["composite_score"]
+        metrics["incumbent_rescored_composite"] = record.incumbent_scores["composite_score"]
     if "reflector_total_tokens" in record.proposer_metrics:
         metrics["reflector_tokens_cumulative"] = reflector_tokens
     return metrics
@@ -127,8 +136,10 @@ class IterationOutputs:
             store.write_best(commit.best)
         store.write_history(commit.history)
         store.write_state(commit.state)  # the commit point: after the files it commits
-        tracker.log_metrics(iteration_metrics(record, commit.reflector_tokens),
-                            step=record.iteration)
+        tracker.log_metrics(
+            iteration_metrics(record, commit.reflector_tokens,
+                              best_composite_so_far(commit.history)),
+            step=record.iteration)
         tracker.log_dict(record.deltas, f"deltas/iter_{record.iteration:03d}.json")
         tracker.log_artifact(store.path(DELTAS_CURRENT))
         if commit.best is not None:

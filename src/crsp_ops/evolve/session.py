@@ -23,6 +23,7 @@ from crsp_ops.evolve.inputs import (
     load_questions,
     select_pool,
 )
+from crsp_ops.evolve.iteration import best_composite_so_far
 from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
@@ -94,9 +95,11 @@ def record_mlflow_run(store: EvolutionStore, tracker: Tracker, tracking_uri: str
 def replay_history(store: EvolutionStore, tracker: Tracker) -> None:
     """Log the metrics of iterations finished by an earlier invocation into this run."""
     tokens = 0.0
-    for row in store.read_history():
+    history = store.read_history()
+    for done, row in enumerate(history, start=1):
         tokens += row.proposer_metrics.get("reflector_total_tokens", 0.0)
-        tracker.log_metrics(iteration_metrics(row, tokens), step=row.iteration)
+        tracker.log_metrics(iteration_metrics(row, tokens, best_composite_so_far(history[:done])),
+                            step=row.iteration)
 
 
 def log_outputs(store: EvolutionStore, tracker: Tracker) -> None:
@@ -144,10 +147,11 @@ def run_job(
     tracker.log_dict(clusters.descriptions, "inputs/cluster_descriptions.json")
     tracker.log_dict(initial, "inputs/deltas_initial.json")
     try:
+        grading = grading_from_settings(settings.scoring)
         with open_backend(settings, paths.model_dir, paths.clusters_dir) as backend:
             evaluate = partial(
                 _evaluate, run_minibatch, backend=backend, template=prompt_template(settings),
-                sampling=sampling_params(settings), grade=grading_from_settings(settings.scoring),
+                sampling=sampling_params(settings), grade=grading,
             )
             outcome = run_evolution(
                 pool=pool, evaluate=evaluate, proposer=proposer, store=store,
@@ -162,6 +166,7 @@ def run_job(
             )
             scores = evaluate_heldout(
                 evaluate, heldout, initial=outcome.initial_deltas, best=outcome.best_deltas,
+                weights=grading.weights,
             )
         _finish(store, tracker, outcome, scores, proposer_kind, time.perf_counter() - started)
         if settings.evolve.registry_enabled and tracker.run_id is not None:
@@ -206,6 +211,7 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
     store.write_json(METRICS, {
         "proposer": proposer_kind,
         "best_composite_score": outcome.best_composite,
+        "best_composite": best_composite_so_far(outcome.history),
         **{k: v for k, v in final.items() if k != "wall_time_s"},
     })
     tracker.flush()

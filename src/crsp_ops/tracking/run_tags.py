@@ -1,12 +1,41 @@
-"""Tags that tie a run to its code (git) and its data (DVC)."""
+"""Tags that tie a run to its code (git) and its data (DVC), and how runs and experiments read.
+
+MLflow 3 opens an experiment in the view its kind tag names: without ``mlflow.experimentKind``
+the UI may pick the GenAI view (traces, evaluations); ``custom_model_development`` opens the
+classic runs table and charts, which is what every experiment of this project holds.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import yaml
+
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"  # MLflow 3: the classic runs table + charts view
+RUN_NAME_TAG = "mlflow.runName"
+
+
+def run_name(*parts: object) -> str:
+    """A run name that says what ran: non-empty parts, slugged, joined by dashes.
+
+    >>> run_name("evolve", "optuna", "tpe", "SmolLM2", "12it")
+    'evolve-optuna-tpe-smollm2-12it'
+    >>> run_name("train", "crsp", "", "tiny", "20steps")
+    'train-crsp-tiny-20steps'
+    """
+    pieces = (re.sub(r"[^a-z0-9.]+", "-", str(p).lower()).strip("-") for p in parts)
+    return "-".join(piece for piece in pieces if piece)
+
+
+def ensure_experiment_kind(client, experiment_id: str) -> None:
+    """Tag the experiment ``mlflow.experimentKind=custom_model_development`` unless it is."""
+    experiment = client.get_experiment(experiment_id)
+    if experiment.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 
 def git_tags(root: Path) -> dict[str, str]:
