@@ -48,7 +48,12 @@ def _heldout_panel(axes, members: Sequence[RunRow]) -> None:
                          fontsize="x-small")
     axes.set_ylabel("held-out composite")
     axes.set_title("(a) held-out: initial vs best (95% CI)", fontsize="small")
-    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, fontsize="x-small")
+    tops = [v + e for r in members for v, e in (
+        (r.heldout_best_composite, _errors(r.heldout_best_composite, r.heldout_best_ci)[1]),
+        (r.heldout_initial_composite,
+         _errors(r.heldout_initial_composite, r.heldout_initial_ci)[1])) if not math.isnan(v)]
+    axes.set_ylim(0.0, 1.3 * max(tops, default=1.0))  # headroom: the legend covers no bar
+    axes.legend(loc="upper center", ncol=2, fontsize="x-small")
 
 
 def _curve_panel(axes, members: Sequence[RunRow], colours: dict[str, str]) -> None:
