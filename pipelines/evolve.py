@@ -111,8 +111,10 @@ def evolve_run_name(settings, kind: str) -> str:
 
 
 def run_tags(settings, kind: str) -> dict[str, str]:
-    """Proposer, model, budget and seed tags (the runs table's columns; the model fingerprint
-    ``base_model.*`` is tagged once the model is opened)."""
+    """Proposer, model, budget and seed tags (columns of the runs table).
+
+    The model fingerprint (``base_model.*``) is tagged once the model is opened.
+    """
     evolve = settings.evolve
     # generations per iteration: the candidate, plus the incumbent re-scored when paired
     per_iteration = evolve.minibatch_size * (2 if evolve.paired_best else 1)
@@ -123,7 +125,7 @@ def run_tags(settings, kind: str) -> dict[str, str]:
         "budget.minibatch_size": str(evolve.minibatch_size),
         "budget.max_rollouts": str(evolve.iterations * per_iteration),
         "seed": str(settings.optuna.seed if kind == "optuna" else evolve.seed),
-        "evolve.frontier": str(getattr(evolve, "frontier", False)).lower(),
+        "evolve.frontier": str(evolve.frontier and kind != "optuna").lower(),
     }
 
 

@@ -74,7 +74,7 @@ def test_compare_table_lines_up_with_exact_tokens_and_wall_time(project, evolve_
     for line in [header, *body]:  # every cell sits inside its column, gaps stay blank
         cells = [line[a:b].strip() for a, b in spans]
         assert all(cell for cell in cells[:4]), line
-        assert all(line[b:c].strip() == "" for (_, b), (c, _) in zip(spans, spans[1:]))
+        assert all(line[b:c].strip() == "" for (_, b), (c, _) in zip(spans, spans[1:], strict=False))
     assert [header[a:b].strip() for a, b in spans] == list(HEADERS)
     rows = {line[spans[1][0]:spans[1][1]].strip(): line for line in body}
     assert set(rows) == {"offline", "optuna", "reflector"}

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import numpy as np
+from evolve_testkit import fake_evaluate_truncating
+
 from crsp_ops.evolve.frontier import Frontier
+from crsp_ops.evolve.loop import LoopConfig, run_evolution
+from crsp_ops.evolve.offline_proposer import OfflineProposer
+from crsp_ops.evolve.store import EvolutionStore
+from crsp_ops.evolve.token_usage import ClusterCounter
 
 BASE = {"0": 0.0, "1": 0.0, "2": 0.0}
 
@@ -96,3 +103,44 @@ def test_resume_round_trips_the_table_and_the_draws():
     assert [restored.sample_parent(1, i) for i in range(20)] == \
         [f.sample_parent(1, i) for i in range(20)]
     assert restored.complementary_pair() is None and restored.table() == f.table()
+
+
+# --- the loop with evolve.frontier on (fake twin backend, offline proposer)
+
+def _loop(out, iterations, *, max_rollouts=0):
+    k = 4
+    proposer = OfflineProposer(ClusterCounter(np.arange(k), k, tokenize=lambda t: []),
+                               clamp=5.0, step=0.5)
+    return run_evolution(
+        pool=list(range(20)), evaluate=fake_evaluate_truncating, proposer=proposer,
+        store=EvolutionStore(out, np.arange(k), k),
+        initial_deltas={str(i): 0.0 for i in range(k)},
+        cluster_descriptions={str(i): {"description": f"c{i}"} for i in range(k)},
+        config=LoopConfig(iterations=iterations, minibatch_size=4, seed=1, stop_on_failure=False,
+                          paired_best=True, frontier=True, max_rollouts=max_rollouts),
+    )
+
+
+def test_loop_keeps_the_frontier_logs_it_and_resumes_it(tmp_path):
+    whole = _loop(tmp_path / "whole", 9)
+    rows = whole.history
+    assert all({"frontier_size", "rollouts_cumulative", "frontier_merge"} <= set(r.loop_metrics)
+               for r in rows)
+    rollouts = [r.loop_metrics["rollouts_cumulative"] for r in rows]
+    assert rollouts == sorted(rollouts) and rollouts[0] >= 4
+    saved = json.loads((tmp_path / "whole" / "frontier.json").read_text())
+    assert saved["columns"][:4] == ["candidate", "iteration", "parents", "on_frontier"]
+    assert any(row[3] for row in saved["data"]) and len(saved["data"]) >= 3
+    state = json.loads((tmp_path / "whole" / "state.json").read_text())
+    assert state["frontier"]["table"]["candidates"] and state["rollouts"] == rollouts[-1]
+
+    _loop(tmp_path / "split", 4)  # stopped after 4 iterations, then resumed to 9
+    resumed = _loop(tmp_path / "split", 9)
+    assert [r.deltas for r in resumed.history] == [r.deltas for r in rows]
+    assert json.loads((tmp_path / "split" / "frontier.json").read_text()) == saved
+
+
+def test_loop_stops_at_the_rollout_budget(tmp_path):
+    outcome = _loop(tmp_path, 50, max_rollouts=20)
+    last = outcome.history[-1].loop_metrics["rollouts_cumulative"]
+    assert 20 <= last < 20 + 3 * 4  # at most one iteration (≤ 3 generations of 4) past it

@@ -108,7 +108,7 @@ def test_best_composite_never_decreases_when_the_incumbent_rescores_lower(projec
 
     best, rescored = series("best_composite"), series("incumbent_rescored_composite")
     assert len(best) == 10 and not any(math.isnan(v) for v in best)
-    assert all(b >= a for a, b in zip(best, best[1:]))
+    assert all(b >= a for a, b in zip(best, best[1:], strict=False))
     # the premise: the incumbent re-scored lower than the best seen before it
     assert any(row.incumbent_scores is not None and
                row.incumbent_scores["composite_score"] < best[row.iteration - 1]

@@ -106,8 +106,7 @@ class Frontier:
         self.candidates[candidate_id].scores[str(example_id)] = (float(correct), float(tokens))
 
     def record_result(self, candidate_id: int, records: Any) -> None:
-        """Record every graded answer of a minibatch result (``example_id``, ``is_correct``,
-        ``response_tokens``)."""
+        """Record every graded answer (``example_id``, ``is_correct``, ``response_tokens``)."""
         for r in records:
             self.record(candidate_id, r.example_id, float(bool(r.is_correct)), r.response_tokens)
 
@@ -203,8 +202,11 @@ class Frontier:
         return out
 
     def lessons(self, initial: Mapping[str, float]) -> str:
-        """What the frontier teaches, for the reflector: each leader's summary and its deltas
-        relative to ``initial`` (only changed clusters); never per-example data."""
+        """What the frontier teaches, for the reflector.
+
+        Each leader's summary and its deltas relative to ``initial`` (changed clusters only);
+        never per-example data.
+        """
         credit = self.leads()
         order = sorted(credit, key=lambda i: (-credit[i], i))[:MAX_LESSONS]
         lines = []
@@ -268,8 +270,9 @@ class Frontier:
 
 
 def pareto_indices(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats on both coordinates (both maximised),
-    sorted by the first coordinate: the staircase drawn as a run's frontier.
+    """Indices of the points no other point beats on both coordinates (both maximised).
+
+    Sorted by the first coordinate: the staircase drawn as a run's frontier.
 
     >>> pareto_indices([(0.2, 0.9), (0.5, 0.5), (0.4, 0.4), (0.9, 0.1)])
     [0, 1, 3]

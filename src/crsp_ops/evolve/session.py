@@ -32,6 +32,7 @@ from crsp_ops.evolve.registry import register_processor, registered_model_name
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
+    FRONTIER,
     HELDOUT,
     HISTORY,
     HISTORY_PLOT,
@@ -52,7 +53,7 @@ from crsp_ops.tracking import Tracker
 logger = logging.getLogger(__name__)
 
 OUTPUT_FILES = (DELTAS_CURRENT, DELTAS_BEST, PROCESSOR_BEST, HISTORY, HISTORY_PLOT, SUMMARY, PLOT,
-                STATE,
+                STATE, FRONTIER,
                 MLFLOW_RUN, HELDOUT, METRICS)
 
 
@@ -161,6 +162,8 @@ def run_job(
                     minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
                     stop_on_failure=settings.evolve.on_proposal_failure == "stop",
                     paired_best=settings.evolve.paired_best,
+                    # Optuna's sampler is its own search: it must be told every trial it asked
+                    frontier=settings.evolve.frontier and proposer_kind != "optuna",
                 ),
                 tracker=tracker,
             )
