@@ -13,6 +13,7 @@ from typing import Any
 from crsp_ops.evaluation.intervals import composite_interval, proportion_interval
 from crsp_ops.evolve.iteration import SCORE_NAMES, score_dict
 from crsp_ops.steering.deltas import Deltas
+from crsp_ops.tracking.progress import progress_bar
 
 INTERVAL_LEVEL = 0.95  # coverage of the held-out bootstrap intervals
 
@@ -74,8 +75,12 @@ def evaluate_heldout(
     ``weights`` (a ``ScoreWeights``) adds bootstrap intervals of the composite and the
     correctness of both deltas over the held-out examples.
     """
-    initial_result = evaluate(examples, initial)
-    best_result = initial_result if dict(best) == dict(initial) else evaluate(examples, best)
+    same = dict(best) == dict(initial)
+    with progress_bar(total=1 if same else 2, desc="held-out scoring", unit="deltas") as bar:
+        initial_result = evaluate(examples, initial)
+        bar.update(1)
+        best_result = initial_result if same else evaluate(examples, best)
+        bar.update(0 if same else 1)
     intervals: dict[str, float] = {}
     if weights is not None:
         for label, result in (("initial", initial_result), ("best", best_result)):

@@ -34,12 +34,19 @@ from typing import Any
 
 from crsp_ops.evolve.frontier_search import FrontierSearch
 from crsp_ops.evolve.inputs import sample_minibatch
-from crsp_ops.evolve.iteration import Evidence, IterationRecord, Proposal, score_dict
+from crsp_ops.evolve.iteration import (
+    Evidence,
+    IterationRecord,
+    Proposal,
+    best_composite_so_far,
+    score_dict,
+)
 from crsp_ops.evolve.iteration_outputs import IterationOutputs
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.steering.deltas import Deltas
 from crsp_ops.tracking import NullTracker, Tracker
+from crsp_ops.tracking.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -173,18 +180,25 @@ def run_evolution(
     else:
         store.write_current(state.current)
     outputs = IterationOutputs(store, tracker or NullTracker())
+    bar = progress_bar(total=config.iterations, desc="evolve", unit="iter",
+                       initial=resumed_from)
     try:
         while state.next_iteration < config.iterations and not (
                 config.max_rollouts and state.rollouts >= config.max_rollouts):
             _run_iteration(state, pool, counted, proposer, cluster_descriptions, config,
                            outputs)
+            bar.update(1)
+            bar.set_postfix_str(f"best {best_composite_so_far(state.history):.4f}, "
+                                f"{state.rollouts} rollouts")
     except BaseException:
+        bar.close()
         outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
         # ... and the best files from committed state only: an improvement found by the
         # interrupted iteration is not in history.json nor state.json, so it is not reported.
         committed = store.committed_best()
         store.write_best(state.initial if committed is None else committed)
         raise
+    bar.close()
     outputs.close()
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
