@@ -21,7 +21,7 @@ import sys
 
 from crsp_ops.openai_client import effective_base_url
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
-from crsp_ops.tracking.run_tags import run_name
+from crsp_ops.tracking.run_tags import run_name, ui_path
 from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
@@ -101,6 +101,9 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
         return 1
     print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
           f"{outcome.best_iteration}; outputs in {out}")
+    if tracker.run_id is not None:  # the classic runs view (`make ui` serves port 5000)
+        print("MLflow UI: http://127.0.0.1:5000/"
+              + ui_path(tracker.experiment_id, tracker.run_id))
     return 0
 
 

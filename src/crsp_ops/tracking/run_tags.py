@@ -1,8 +1,11 @@
 """Tags that tie a run to its code (git) and its data (DVC), and how runs and experiments read.
 
-MLflow 3 opens an experiment in the view its kind tag names: without ``mlflow.experimentKind``
-the UI may pick the GenAI view (traces, evaluations); ``custom_model_development`` opens the
-classic runs table and charts, which is what every experiment of this project holds.
+MLflow 3 reads the view of an experiment from its kind tag (``mlflow.experimentKind``;
+``custom_model_development`` is the classic runs table and charts), which every experiment of
+this project carries. The 3.17 UI, whose "GenAI | Model training" switch is on, decides the view
+from that switch instead (default GenAI, remembered per browser) unless the link says
+``?workflowType=machine_learning``: ``ui_path`` builds such links (checked in headless
+Chromium against mlflow 3.17.2).
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ def run_name(*parts: object) -> str:
     """
     pieces = (re.sub(r"[^a-z0-9.]+", "-", str(p).lower()).strip("-") for p in parts)
     return "-".join(piece for piece in pieces if piece)
+
+
+def ui_path(experiment_id: str, run_id: str | None = None) -> str:
+    """The UI route (after the server's address) of an experiment's runs table, or of a run.
+
+    >>> ui_path("3")
+    '#/experiments/3/runs?workflowType=machine_learning'
+    """
+    page = f"runs/{run_id}" if run_id else "runs"
+    return f"#/experiments/{experiment_id}/{page}?workflowType=machine_learning"
 
 
 def ensure_experiment_kind(client, experiment_id: str) -> None:
