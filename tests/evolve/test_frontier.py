@@ -11,6 +11,7 @@ from evolve_testkit import fake_evaluate_truncating
 from crsp_ops.evolve.frontier import Frontier
 from crsp_ops.evolve.loop import LoopConfig, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
+from crsp_ops.evolve.reflector_prompt import build_messages
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.evolve.token_usage import ClusterCounter
 
@@ -144,3 +145,20 @@ def test_loop_stops_at_the_rollout_budget(tmp_path):
     outcome = _loop(tmp_path, 50, max_rollouts=20)
     last = outcome.history[-1].loop_metrics["rollouts_cumulative"]
     assert 20 <= last < 20 + 3 * 4  # at most one iteration (≤ 3 generations of 4) past it
+
+
+def test_reflector_prompt_carries_the_frontier_lessons_not_examples():
+    f = table([
+        (BASE, (), {"q-1": (1, 30)}),
+        ({**BASE, "2": -0.5}, (0,), {"q-1": (1, 10)}),
+    ])
+    f.set_lesson(1, "Cluster 2 is filler.")
+    records = fake_evaluate_truncating([0, 1], BASE).records
+    kwargs = dict(cluster_descriptions={"0": "eos"}, deltas=BASE, summary="s", records=records,
+                  k_longest=0, max_response_chars=0)
+    plain = build_messages(**kwargs)[1]["content"]
+    with_frontier = build_messages(**kwargs, frontier_lessons=f.lessons(BASE))[1]["content"]
+    assert "Pareto frontier" not in plain
+    section = with_frontier.split("## Pareto frontier")[1].split("## All minibatch")[0]
+    assert "Cluster 2 is filler." in section and "2: -0.50" in section
+    assert "q-1" not in section and "deltas_examples" not in with_frontier
