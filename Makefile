@@ -91,4 +91,5 @@ bench: setup  ## every benchmark, one JSON line each
 	@for script in benchmarks/*.py; do $(PY) $$script; done
 
 ui: setup  ## the MLflow UI on http://127.0.0.1:5000 (the project's sqlite store)
+	@echo "runs table and charts: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning"
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port 5000

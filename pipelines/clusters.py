@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR
+from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
 from pipelines.stage_io import record_run, settings_from
 
@@ -90,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.tracking import start_run
 
     resolved = settings_from(args)
-    with start_run("clusters", resolved, tags={"crsp.model_dir": str(args.model)}) as tracker:
+    name = run_name("clusters", resolved.settings.model.source,
+                    f"k{resolved.settings.clusters.n_kmeans_clusters}")
+    with start_run("clusters", resolved, run_name=name,
+                   tags={"crsp.model_dir": str(args.model)}) as tracker:
         started = time.perf_counter()
         try:
             clusters = cluster_vocabulary(

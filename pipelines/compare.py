@@ -1,8 +1,13 @@
-"""Compare evolution runs (reflector, Optuna, offline) from MLflow: a table and a plot.
+"""Compare evolution runs (reflector, Optuna, offline) from MLflow: a table and a figure.
 
 crsp-ops compare
 crsp-ops compare --max-runs 20 --out outputs/compare
 mlflow run . -e compare --env-manager local
+
+Prints one aligned table per base model (never ranked across models), writes
+``comparison.png`` (held-out initial vs best with intervals, composite curves, shortness ×
+correctness with each run's frontier), ``comparison.txt`` and ``comparison.json`` to ``--out``,
+and logs the three to a ``compare-<N>runs`` run of the ``<prefix>-compare`` experiment.
 """
 
 from __future__ import annotations
@@ -26,16 +31,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the table; write comparison.png and comparison.json."""
+    """Print the table; write and log comparison.png, comparison.txt and comparison.json."""
     from dataclasses import asdict
 
     from mlflow.tracking import MlflowClient
 
     from crsp_ops.atomic_io import atomic_write_text
     from crsp_ops.config import load_settings
-    from crsp_ops.evolve.compare import fetch_rows, format_table, save_comparison_plot
+    from crsp_ops.evolve.compare import fetch_rows, format_table
+    from crsp_ops.evolve.compare_plot import save_comparison_figure  # matplotlib: only here
     from crsp_ops.paths import project_root
-    from crsp_ops.tracking import disable_telemetry, experiment_name, tracking_uri
+    from crsp_ops.tracking import disable_telemetry, experiment_name, start_run, tracking_uri
+    from crsp_ops.tracking.run_tags import run_name
 
     disable_telemetry()
     resolved = load_settings(project_root(), args.overrides)
@@ -46,13 +53,19 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no evolution runs in {names} at {uri}")
         return 1
-    print(format_table(rows))
+    table = format_table(rows)
+    print(table)
     out = resolved.root / args.out
-    plot = save_comparison_plot(rows, out / "comparison.png")
-
+    plot = save_comparison_figure(rows, out / "comparison.png")
+    atomic_write_text(out / "comparison.txt", table + "\n")
     atomic_write_text(out / "comparison.json",
                       json.dumps([asdict(r) for r in rows], indent=2, default=str) + "\n")
-    print(f"wrote {plot} and {out / 'comparison.json'}")
+    with start_run("compare", resolved, run_name=run_name("compare", f"{len(rows)}runs"),
+                   tags={"compare.experiments": ",".join(names),
+                         "compare.runs": ",".join(r.run_id for r in rows)[:5000]}) as tracker:
+        for name in ("comparison.png", "comparison.txt", "comparison.json"):
+            tracker.log_artifact(out / name, "compare")
+    print(f"wrote {plot}, {out / 'comparison.txt'} and {out / 'comparison.json'}")
     return 0
 
 

@@ -21,6 +21,7 @@ import sys
 
 from crsp_ops.openai_client import effective_base_url
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
+from crsp_ops.tracking.run_tags import run_name, ui_path
 from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
@@ -86,16 +87,11 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     kind = resolve_proposer_kind(settings.evolve.proposer,
                                  reflector_base_url=effective_base_url(settings.reflector.base_url))
     uri = tracking_uri(resolved) if settings.tracking.enabled else None
-    tags = {"proposer": kind, "crsp.out_dir": str(out)}
-    run_name = f"{kind}-{out.name}"
-    if kind == "optuna":  # parallel workers of one study: tell their runs apart
-        tags |= {"optuna.study": settings.optuna.study_name,
-                 "optuna.worker": str(settings.optuna.worker)}
-        run_name += f"-w{settings.optuna.worker}"
+    tags = {**run_tags(settings, kind), "crsp.out_dir": str(out)}
     if paths.resume:
         tags["crsp.resumed"] = "true"
     try:
-        with start_run(JOB, resolved, run_name=run_name, tags=tags,
+        with start_run(JOB, resolved, run_name=evolve_run_name(settings, kind), tags=tags,
                        owner_tag="crsp.out_dir") as tracker:
             outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
                               tracking_uri=uri)
@@ -108,7 +104,39 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     else:
         print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
               f"{outcome.best_iteration}; outputs in {out}")
+    if tracker.run_id is not None:  # the classic runs view (`make ui` serves port 5000)
+        print("MLflow UI: http://127.0.0.1:5000/"
+              + ui_path(tracker.experiment_id, tracker.run_id))
     return 0
+
+
+def evolve_run_name(settings, kind: str) -> str:
+    """``evolve-<proposer>[-<sampler>]-<model>-<N>it``, e.g. ``evolve-optuna-tpe-tiny-8it``."""
+    if kind != "optuna":
+        return run_name(JOB, kind, settings.model.source, f"{settings.evolve.iterations}it")
+    # parallel workers of one study: the worker id tells their runs apart
+    return run_name(JOB, kind, settings.optuna.sampler, settings.model.source,
+                    f"{settings.evolve.iterations}it", f"w{settings.optuna.worker}")
+
+
+def run_tags(settings, kind: str) -> dict[str, str]:
+    """Proposer, model, budget and seed tags (columns of the runs table).
+
+    The model fingerprint (``base_model.*``) is tagged once the model is opened.
+    """
+    evolve = settings.evolve
+    # generations per iteration: the candidate, plus the incumbent re-scored when paired
+    per_iteration = evolve.minibatch_size * (2 if evolve.paired_best else 1)
+    return {
+        "proposer": kind,
+        "model.source": settings.model.source,
+        "budget.iterations": str(evolve.iterations),
+        "budget.minibatch_size": str(evolve.minibatch_size),
+        "budget.max_rollouts": str(evolve.iterations * per_iteration),
+        "seed": str(settings.optuna.seed if kind == "optuna" else evolve.seed),
+        "evolve.frontier": str(evolve.frontier and kind != "optuna").lower(),
+    } | ({"optuna.study": settings.optuna.study_name, "optuna.worker": str(settings.optuna.worker)}
+         if kind == "optuna" else {})
 
 
 def _resolve_out(out: str) -> str:

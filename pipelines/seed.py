@@ -16,6 +16,7 @@ import json
 import sys
 
 from crsp_ops.paths import BASE_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
 from pipelines.stage_io import record_run
 
@@ -43,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     settings, root = resolved.settings, resolved.root
     seeding, out = settings.seeding, root / args.out
     model, tokenizer = load_causal_lm(root / args.model)
-    with start_run("seed", resolved, tags={"crsp.seeding": str(seeding.enabled)}) as tracker:
+    name = run_name("seed", "limo", settings.model.source,
+                    f"{seeding.steps}steps" if seeding.enabled else "off")
+    with start_run("seed", resolved, run_name=name,
+                   tags={"crsp.seeding": str(seeding.enabled)}) as tracker:
         record_run(out, tracker)
         summary = {"enabled": seeding.enabled, "steps": 0}
         if seeding.enabled:

@@ -20,6 +20,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from crsp_ops.tracking.progress import StepProgress
+from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
 from pipelines.stage_io import record_run
 
@@ -66,9 +68,16 @@ def run(args: argparse.Namespace) -> int:
             "crsp.resumed_from": str(checkpoint or ""),
             # the base model it starts from (not a resumed checkpoint) and its held-out tasks
             **comparison_tags(base, heldout_rows=heldout_tasks)}
-    tracking = (start_run("train", resolved, tags=tags) if accelerator.is_main_process
+    name = run_name("train", "crsp", settings.train.algorithm_name, settings.model.source,
+                    f"{settings.train.steps}steps")
+    tags.update({"model.source": settings.model.source,
+                 "budget.steps": str(settings.train.steps), "seed": str(settings.crsp.seed)})
+    tracking = (start_run("train", resolved, run_name=name, tags=tags)
+                if accelerator.is_main_process
                 else nullcontext(NullTracker()))
-    with tracking as tracker:
+    with tracking as run_tracker:
+        tracker = StepProgress(run_tracker, total=settings.train.steps, desc="crsp train",
+                               enabled=accelerator.is_main_process)
         if accelerator.is_main_process:
             record_run(out, tracker)
             tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
@@ -84,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
             # beside the model directory: DVC tracks it as a metrics file of its own
             atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
+        tracker.close()
     print(f"trained {result.steps_done} steps; model in {result.model_dir}")
     return 0
 

@@ -70,6 +70,7 @@ class EvolveSettings:
     delta_clamp: float = bounded(0.0, 1000.0)
     heldout_size: int
     paired_best: bool
+    frontier: bool
     offline_step: float = bounded(0.0, 100.0, open_low=True)
     registry_enabled: bool
     registry_model_name: str

@@ -1,25 +1,32 @@
-"""Compare evolution runs from MLflow: one row per run, a table and a plot.
+"""Compare evolution runs from MLflow: one row per run, grouped by base model, as a table.
 
-Reads only what the runs logged (tags, latest metric values, start/end times), so it works on
-any tracking URI and on runs of every proposer in the same experiment. Runs are grouped by
+Reads only what the runs logged (tags, metrics and their histories, start/end times), so it works
+on any tracking URI and on runs of every proposer in the same experiment. Runs are grouped by
 base model and held-out set (the ``base_model.id`` and ``heldout.sha256`` tags) and ranked only
 within a group: a held-out composite of one model says nothing about another's.
+
+Figures are exact: ``tokens`` sums the reflector tokens of every iteration (the per-iteration
+``reflector_total_tokens`` history, one value per step, so a resumed run that replayed earlier
+iterations counts each once); ``wall_s`` is the run's end time minus its start time (empty while
+it runs).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from crsp_ops.atomic_io import atomic_path
+from tabulate import tabulate
+
+NAN = float("nan")
+CURVE_METRICS = ("composite_score", "best_composite", "shortness_score", "correctness_ratio")
 
 
 @dataclass(frozen=True)
 class RunRow:
-    """One compared run."""
+    """One compared run (curves: metric -> values by iteration, for the figure)."""
 
     run_id: str
     run_name: str
@@ -33,32 +40,57 @@ class RunRow:
     wall_time_s: float
     base_model: str  # base_model.id tag ("?" for runs logged before it existed)
     heldout_set: str  # first 12 hex of the heldout.sha256 tag ("?" when absent)
+    heldout_initial_ci: tuple[float, float] = (NAN, NAN)
+    heldout_best_ci: tuple[float, float] = (NAN, NAN)
+    curves: dict[str, list[float]] = field(default_factory=dict)
 
 
-COLUMNS = (
-    ("run", 10), ("name", 22), ("status", 8), ("proposer", 9), ("iters", 5),
-    ("best_mb", 8), ("ho_init", 8), ("ho_best", 8), ("tokens", 8), ("wall_s", 8),
-)
+HEADERS = ("name", "proposer", "status", "iters", "best_mb", "heldout_init", "heldout_best",
+           "heldout_best_95ci", "tokens", "wall_s", "run")
 
 
-def row_from_run(run: Any) -> RunRow:
-    """Build a row from an ``mlflow.entities.Run`` (missing values become NaN)."""
+def wall_time_s(info: Any) -> float:
+    """End minus start of a run, in seconds (NaN while it has no end time)."""
+    if not info.end_time or not info.start_time:
+        return NAN
+    return (info.end_time - info.start_time) / 1000.0
+
+
+def per_step(history: Sequence[Any]) -> list[float]:
+    """One value per step (the last logged wins), in step order."""
+    latest: dict[int, tuple[int, float]] = {}
+    for point in history:
+        previous = latest.get(point.step)
+        if previous is None or point.timestamp >= previous[0]:
+            latest[point.step] = (point.timestamp, point.value)
+    return [latest[step][1] for step in sorted(latest)]
+
+
+def row_from_run(run: Any, histories: dict[str, Sequence[Any]] | None = None) -> RunRow:
+    """Build a row from an ``mlflow.entities.Run`` and its metric histories (missing: NaN)."""
     metrics, tags, info = run.data.metrics, run.data.tags, run.info
-    nan = float("nan")
-    wall = (info.end_time - info.start_time) / 1000.0 if info.end_time and info.start_time else nan
+    histories = histories or {}
+    token_steps = per_step(histories.get("reflector_total_tokens", ()))
+    tokens = sum(token_steps) if token_steps else metrics.get("reflector_tokens_cumulative", 0.0)
+    best = metrics.get("best_composite", metrics.get("best_composite_score", NAN))
     return RunRow(
         run_id=info.run_id,
         run_name=info.run_name or "",
         status=info.status,
         proposer=tags.get("proposer", "?"),
         iterations=int(metrics.get("iterations_completed", 0)),
-        best_minibatch_composite=metrics.get("best_composite_score", nan),
-        heldout_initial_composite=metrics.get("heldout_initial_composite_score", nan),
-        heldout_best_composite=metrics.get("heldout_best_composite_score", nan),
-        reflector_tokens=metrics.get("reflector_tokens_cumulative", 0.0),
-        wall_time_s=wall,
+        best_minibatch_composite=best,
+        heldout_initial_composite=metrics.get("heldout_initial_composite_score", NAN),
+        heldout_best_composite=metrics.get("heldout_best_composite_score", NAN),
+        reflector_tokens=float(tokens),
+        wall_time_s=wall_time_s(info),
         base_model=tags.get("base_model.id", "?"),
         heldout_set=tags.get("heldout.sha256", "?")[:12],
+        heldout_initial_ci=(metrics.get("heldout_initial_composite_ci_low", NAN),
+                            metrics.get("heldout_initial_composite_ci_high", NAN)),
+        heldout_best_ci=(metrics.get("heldout_best_composite_ci_low", NAN),
+                         metrics.get("heldout_best_composite_ci_high", NAN)),
+        curves={key: per_step(histories.get(key, ())) for key in CURVE_METRICS},
     )
 
 
@@ -70,15 +102,10 @@ def fetch_rows(client: Any, experiment_names: Sequence[str], *, max_runs: int) -
         return []
     runs = client.search_runs(ids, filter_string="tags.proposer != ''", max_results=max_runs,
                               order_by=["attributes.start_time DESC"])
-    return [row_from_run(run) for run in runs]
-
-
-def _cell(value: Any, width: int) -> str:
-    if isinstance(value, float):
-        text = "-" if math.isnan(value) else f"{value:.4f}" if abs(value) < 100 else f"{value:.0f}"
-    else:
-        text = str(value)
-    return text[:width].ljust(width)
+    keys = ("reflector_total_tokens", *CURVE_METRICS)
+    return [row_from_run(run, {key: client.get_metric_history(run.info.run_id, key)
+                               for key in keys})
+            for run in runs]
 
 
 def group_rows(rows: Sequence[RunRow]) -> dict[tuple[str, str], list[RunRow]]:
@@ -99,51 +126,35 @@ def _rank_key(row: RunRow) -> tuple[bool, float]:
     return (math.isnan(score), 0.0 if math.isnan(score) else -score)
 
 
+def _score(value: float) -> str:
+    return "" if math.isnan(value) else f"{value:.4f}"
+
+
+def _interval(bounds: tuple[float, float]) -> str:
+    return "" if any(math.isnan(b) for b in bounds) else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def table_rows(members: Sequence[RunRow]) -> list[list[str]]:
+    """The cells of one group (strings: counts as integers, scores to 4 decimals)."""
+    return [[r.run_name, r.proposer, r.status, str(r.iterations),
+             _score(r.best_minibatch_composite), _score(r.heldout_initial_composite),
+             _score(r.heldout_best_composite), _interval(r.heldout_best_ci),
+             f"{r.reflector_tokens:,.0f}", "" if math.isnan(r.wall_time_s)
+             else f"{r.wall_time_s:.1f}", r.run_id[:8]]
+            for r in members]
+
+
 def format_table(rows: Sequence[RunRow]) -> str:
-    """Fixed-width tables, one per (base model, held-out set), each ranked on its own."""
-    header = " ".join(name.ljust(width) for name, width in COLUMNS)
+    """One aligned table per (base model, held-out set), each ranked on its own."""
     groups = group_rows(rows)
-    lines = []
+    parts = []
     for (model, heldout), members in groups.items():
-        lines += [f"base model {model}, held-out set {heldout}: {len(members)} run(s)",
-                  header, "-" * len(header)]
-        for row in members:
-            values = (row.run_id, row.run_name, row.status, row.proposer, row.iterations,
-                      row.best_minibatch_composite, row.heldout_initial_composite,
-                      row.heldout_best_composite, row.reflector_tokens, row.wall_time_s)
-            lines.append(" ".join(_cell(v, w) for v, (_, w) in zip(values, COLUMNS, strict=True)))
-        lines.append("")
+        parts.append(f"base model {model}, held-out set {heldout}: {len(members)} run(s)\n"
+                     + tabulate(table_rows(members), headers=HEADERS, tablefmt="simple",
+                                disable_numparse=True,
+                                colalign=("left", "left", "left") + ("right",) * 7 + ("left",)))
+    text = "\n\n".join(parts)
     if len(groups) > 1:
-        lines.append(f"{len(groups)} groups of different base models or held-out sets: "
-                     "ranked within each group only, never across groups")
-    return "\n".join(lines).rstrip("\n")
-
-
-def save_comparison_plot(rows: Sequence[RunRow], path: str | Path) -> Path:
-    """Held-out composite of initial vs best deltas per run, as grouped bars."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-
-    groups = group_rows(rows)
-    figure = Figure(figsize=(max(6, 0.9 * len(rows) + 2 * len(groups)), 4))
-    # one panel per group, each with its own axis: bars of different models never sit side by side
-    panels = figure.subplots(1, len(groups), squeeze=False)[0]
-    for axes, ((model, heldout), members) in zip(panels, groups.items(), strict=True):
-        positions = range(len(members))
-        axes.bar([p - 0.2 for p in positions], [r.heldout_initial_composite for r in members],
-                 0.4, label="initial deltas")
-        axes.bar([p + 0.2 for p in positions], [r.heldout_best_composite for r in members],
-                 0.4, label="best deltas")
-        axes.set_xticks(list(positions))
-        axes.set_xticklabels([f"{r.proposer}\n{r.run_id[:8]}" for r in members],
-                             fontsize="small")
-        axes.set_ylabel("held-out composite")
-        axes.set_title(f"{model}\nheld-out {heldout}", fontsize="small")
-        axes.legend(loc="best", fontsize="small")
-    figure.tight_layout()
-    with atomic_path(path, suffix=".png") as tmp:
-        figure.savefig(tmp, dpi=90, format="png")
-    return Path(path)
+        text += (f"\n\n{len(groups)} groups of different base models or held-out sets: "
+                 "ranked within each group only, never across groups")
+    return text

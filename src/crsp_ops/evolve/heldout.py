@@ -7,11 +7,15 @@ this: both deltas, the same examples, the same decoding.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from crsp_ops.evaluation.intervals import composite_interval, proportion_interval
 from crsp_ops.evolve.iteration import SCORE_NAMES, score_dict
 from crsp_ops.steering.deltas import Deltas
+from crsp_ops.tracking.progress import progress_bar
+
+INTERVAL_LEVEL = 0.95  # coverage of the held-out bootstrap intervals
 
 
 @dataclass(frozen=True)
@@ -21,19 +25,30 @@ class HeldoutComparison:
     n_examples: int
     initial: dict[str, float]  # SCORE_NAMES -> value
     best: dict[str, float]
+    # "<initial|best>_<composite|correctness>_ci_<low|high>" -> bound (empty: no weights given)
+    intervals: dict[str, float] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, float]:
-        """``heldout_initial_<score>``, ``heldout_best_<score>`` and the composite gain."""
+        """``heldout_initial_<score>``, ``heldout_best_<score>``, the gain and interval bounds.
+
+        The best deltas' composite interval is also logged under the short names
+        ``heldout_composite_ci_low``/``_high`` (what the runs table shows).
+        """
         out = {f"heldout_initial_{name}": self.initial[name] for name in SCORE_NAMES}
         out.update({f"heldout_best_{name}": self.best[name] for name in SCORE_NAMES})
         gain = self.best["composite_score"] - self.initial["composite_score"]
         out["heldout_composite_gain"] = gain
         out["heldout_examples"] = float(self.n_examples)
+        out.update({f"heldout_{key}": value for key, value in self.intervals.items()})
+        if "best_composite_ci_low" in self.intervals:
+            out["heldout_composite_ci_low"] = self.intervals["best_composite_ci_low"]
+            out["heldout_composite_ci_high"] = self.intervals["best_composite_ci_high"]
         return out
 
     def to_json(self) -> dict[str, Any]:
         """JSON form for ``heldout.json``."""
-        return {"n_examples": self.n_examples, "initial": self.initial, "best": self.best}
+        return {"n_examples": self.n_examples, "initial": self.initial, "best": self.best,
+                "intervals": self.intervals, "interval_level": INTERVAL_LEVEL}
 
 
 def heldout_examples(heldout: Sequence[Any], size: int) -> list[Any]:
@@ -53,11 +68,35 @@ def evaluate_heldout(
     *,
     initial: Deltas,
     best: Deltas,
+    weights: Any = None,
 ) -> HeldoutComparison:
-    """Score both deltas on ``examples`` (the best reuses the initial result when equal)."""
-    initial_scores = score_dict(evaluate(examples, initial).scores)
-    best_scores = (
-        dict(initial_scores) if dict(best) == dict(initial)
-        else score_dict(evaluate(examples, best).scores)
-    )
-    return HeldoutComparison(len(examples), initial_scores, best_scores)
+    """Score both deltas on ``examples`` (the best reuses the initial result when equal).
+
+    ``weights`` (a ``ScoreWeights``) adds bootstrap intervals of the composite and the
+    correctness of both deltas over the held-out examples.
+    """
+    same = dict(best) == dict(initial)
+    with progress_bar(total=1 if same else 2, desc="held-out scoring", unit="deltas") as bar:
+        initial_result = evaluate(examples, initial)
+        bar.update(1)
+        best_result = initial_result if same else evaluate(examples, best)
+        bar.update(0 if same else 1)
+    intervals: dict[str, float] = {}
+    if weights is not None:
+        for label, result in (("initial", initial_result), ("best", best_result)):
+            intervals.update(_intervals(label, result.records, weights))
+    return HeldoutComparison(len(examples), score_dict(initial_result.scores),
+                             score_dict(best_result.scores), intervals)
+
+
+def _intervals(label: str, records: Sequence[Any], weights: Any) -> dict[str, float]:
+    tokens = [r.response_tokens for r in records]
+    correct = [bool(r.is_correct) for r in records]
+    composite = composite_interval(
+        tokens, correct, shortness_scale=weights.shortness_scale,
+        w_short=weights.shortness_weight, w_correct=weights.correctness_weight,
+        level=INTERVAL_LEVEL)
+    correctness = proportion_interval(correct, level=INTERVAL_LEVEL)
+    return {f"{label}_composite_ci_low": composite[0], f"{label}_composite_ci_high": composite[1],
+            f"{label}_correctness_ci_low": correctness[0],
+            f"{label}_correctness_ci_high": correctness[1]}

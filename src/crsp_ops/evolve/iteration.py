@@ -53,8 +53,10 @@ class Evidence:
     scores: dict[str, float]  # SCORE_NAMES -> value for this minibatch
     best_composite: float  # the best deltas' composite (on this minibatch when judged paired)
     cluster_descriptions: dict[str, Any]  # cluster_descriptions.json content
-    improved: bool = False  # the loop adopted these deltas as the new best
+    improved: bool = False  # the loop adopted these deltas as the new best (with a frontier:
+    # also when they are a newly sampled frontier parent, i.e. the base to propose from)
     final: bool = False  # no iteration follows: a proposal will not be evaluated
+    frontier_lessons: str = ""  # Frontier.lessons() when evolve.frontier is on, else ""
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,8 @@ class IterationRecord:
     # SCORE_NAMES -> value of the previous best deltas on this minibatch (paired judging;
     # None when not re-scored: unpaired runs, the first iteration)
     incumbent_scores: dict[str, float] | None = None
+    # the loop's own numbers: rollouts_cumulative, frontier_size, frontier_merge, ...
+    loop_metrics: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-ready row."""
@@ -120,3 +124,30 @@ class IterationRecord:
     def from_json(cls, row: dict[str, Any]) -> IterationRecord:
         """Rebuild a row read from ``history.json``."""
         return cls(**row)
+
+
+def best_composite_so_far(history: Sequence[IterationRecord]) -> float:
+    """The best minibatch composite so far: the highest composite a row had when it was adopted.
+
+    Never re-scored, so it never decreases along ``history`` (the incumbent's re-score on a
+    later, harder minibatch is ``incumbent_scores``, logged separately). NaN before any row.
+
+    >>> rows = [IterationRecord(i, {}, {"composite_score": c}, c, imp, [], False, None, "",
+    ...                         0, 0, {})
+    ...         for i, (c, imp) in enumerate([(0.5, True), (0.7, False), (0.6, True)])]
+    >>> best_composite_so_far(rows), best_composite_so_far(rows[:1])
+    (0.6, 0.5)
+    """
+    curve = best_composite_curve(history)
+    return curve[-1] if curve else float("nan")
+
+
+def best_composite_curve(history: Sequence[IterationRecord]) -> list[float]:
+    """``best_composite_so_far`` after each row (NaN until the first adopted row)."""
+    best, curve = float("nan"), []
+    for row in history:
+        if row.improved and not row.scores["composite_score"] <= best:  # NaN best: adopt
+            best = row.scores["composite_score"]
+        curve.append(best)
+    return curve
+

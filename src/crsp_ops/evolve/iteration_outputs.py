@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from crsp_ops.evolve.background import BackgroundWorker
-from crsp_ops.evolve.iteration import Exchange, IterationRecord
+from crsp_ops.evolve.iteration import Exchange, IterationRecord, best_composite_so_far
 from crsp_ops.evolve.plot import EvolutionPlot
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
+    FRONTIER,
     PLOT,
     PROCESSOR_BEST,
     EvolutionStore,
@@ -44,18 +45,28 @@ PLOT_CPU_SHARE = 0.02  # most of the wall time spent drawing the plot
 MAX_PLOT_STALENESS_S = 10.0  # ... unless that would leave it older than this
 
 
-def iteration_metrics(record: IterationRecord, reflector_tokens: float) -> dict[str, float]:
-    """The metrics of one history row (``reflector_tokens``: cumulative reflector tokens)."""
+def iteration_metrics(
+    record: IterationRecord, reflector_tokens: float, best_composite: float
+) -> dict[str, float]:
+    """The metrics of one history row.
+
+    Args:
+        record: the row.
+        reflector_tokens: cumulative reflector tokens after it.
+        best_composite: ``best_composite_so_far`` of the history ending at it (monotone); the
+            incumbent's re-score on this minibatch is ``incumbent_rescored_composite``.
+    """
     metrics = {
         **record.scores,
-        "best_composite_score": record.best_composite_score,
+        "best_composite": best_composite,
         "proposal_failed": float(record.proposal_failed),
         "generation_s": record.generation_s,
         "iteration_s": record.iteration_s,
         **record.proposer_metrics,
+        **record.loop_metrics,
     }
     if record.incumbent_scores is not None:
-        metrics["incumbent_composite_score"] = record.incumbent_scores["composite_score"]
+        metrics["incumbent_rescored_composite"] = record.incumbent_scores["composite_score"]
     if "reflector_total_tokens" in record.proposer_metrics:
         metrics["reflector_tokens_cumulative"] = reflector_tokens
     return metrics
@@ -71,6 +82,7 @@ class IterationCommit:
     summary: str | None  # the proposer's evolving summary (None: it keeps none)
     state: dict[str, Any]  # resume state (a JSON round-trip copy)
     reflector_tokens: float  # cumulative, after this iteration
+    frontier: dict[str, Any] | None = None  # Frontier.table() (evolve.frontier), else None
 
 
 class IterationOutputs:
@@ -103,12 +115,14 @@ class IterationOutputs:
     def commit(
         self, *, history: Sequence[IterationRecord], current: Deltas, best: Deltas | None,
         summary: str | None, state: dict[str, Any], reflector_tokens: float,
+        frontier: dict[str, Any] | None = None,
     ) -> None:
         """Queue the files, metrics and artifacts of the last row of ``history``."""
         commit = IterationCommit(
             history=tuple(history), current=dict(current),
             best=None if best is None else dict(best), summary=summary,
             state=json.loads(json.dumps(state)), reflector_tokens=reflector_tokens,
+            frontier=None if frontier is None else json.loads(json.dumps(frontier)),
         )
         self._plot_requests += 1
         request = self._plot_requests
@@ -125,12 +139,19 @@ class IterationOutputs:
             store.write_summary(commit.summary)
         if commit.best is not None:
             store.write_best(commit.best)
+        if commit.frontier is not None:
+            store.write_json(FRONTIER, commit.frontier)
         store.write_history(commit.history)
         store.write_state(commit.state)  # the commit point: after the files it commits
-        tracker.log_metrics(iteration_metrics(record, commit.reflector_tokens),
-                            step=record.iteration)
+        tracker.log_metrics(
+            iteration_metrics(record, commit.reflector_tokens,
+                              best_composite_so_far(commit.history)),
+            step=record.iteration)
         tracker.log_dict(record.deltas, f"deltas/iter_{record.iteration:03d}.json")
         tracker.log_artifact(store.path(DELTAS_CURRENT))
+        if commit.frontier is not None:  # the table of this iteration, and the latest one
+            tracker.log_dict(commit.frontier, f"frontier/iter_{record.iteration:03d}.json")
+            tracker.log_artifact(store.path(FRONTIER))
         if commit.best is not None:
             tracker.log_artifact(store.path(DELTAS_BEST))
             tracker.log_artifact(store.path(PROCESSOR_BEST))

@@ -12,6 +12,12 @@ candidate's minibatch and adopts the candidate only when it wins there; decoding
 default, so the difference is the deltas' alone. The extra generation is skipped while the
 evaluated deltas are the best ones.
 
+Pareto frontier (``LoopConfig.frontier``, see ``frontier_search``): every candidate's
+per-example scores are kept, the proposer works from a frontier parent and complementary
+frontier candidates are merged; the scalar best above still picks ``deltas_best.json``.
+Generations are counted (``rollouts``) so searches compare at an equal rollout budget
+(``LoopConfig.max_rollouts``).
+
 Files, metrics, artifacts and the plot of an iteration go to ``IterationOutputs``, which writes
 them on a background worker while the next minibatch generates (``state.json`` still last); it
 is drained before ``run_evolution`` returns or re-raises, so everything is on disk and logged
@@ -26,13 +32,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from crsp_ops.evolve.frontier_search import FrontierSearch
 from crsp_ops.evolve.inputs import sample_minibatch
-from crsp_ops.evolve.iteration import Evidence, IterationRecord, score_dict
+from crsp_ops.evolve.iteration import (
+    Evidence,
+    IterationRecord,
+    Proposal,
+    best_composite_so_far,
+    score_dict,
+)
 from crsp_ops.evolve.iteration_outputs import IterationOutputs
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.steering.deltas import Deltas
 from crsp_ops.tracking import NullTracker, Tracker
+from crsp_ops.tracking.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +67,8 @@ class LoopConfig:
     seed: int  # minibatch sampling seed
     stop_on_failure: bool  # a failed proposal ends the run instead of retrying the last deltas
     paired_best: bool  # judge new deltas against the best re-scored on the same minibatch
+    frontier: bool = False  # keep a Pareto frontier of candidates (frontier_search)
+    max_rollouts: int = 0  # stop once this many answers were generated (0: no limit)
 
 
 @dataclass(frozen=True)
@@ -77,9 +93,13 @@ class _LoopState:
     best_iteration: int
     history: list[IterationRecord]
     reflector_tokens: float
+    rollouts: int = 0  # answers generated so far (every evaluate call, all examples)
+    search: FrontierSearch | None = None
 
     def to_json(self, proposer: Proposer) -> dict[str, Any]:
         return {
+            "rollouts": self.rollouts,
+            "frontier": None if self.search is None else self.search.to_json(),
             "next_iteration": self.next_iteration,
             "current_deltas": self.current,
             "initial_deltas": self.initial,
@@ -91,11 +111,15 @@ class _LoopState:
         }
 
 
-def _initial_state(store: EvolutionStore, initial: Deltas, proposer: Proposer) -> _LoopState:
+def _initial_state(
+    store: EvolutionStore, initial: Deltas, proposer: Proposer, config: LoopConfig
+) -> _LoopState:
     saved = store.read_state()
     if saved is None:
         fresh = dict(initial)
-        return _LoopState(0, fresh, dict(fresh), dict(fresh), float("-inf"), -1, [], 0.0)
+        search = FrontierSearch(config.seed) if config.frontier else None
+        return _LoopState(0, fresh, dict(fresh), dict(fresh), float("-inf"), -1, [], 0.0,
+                          search=search)
     if saved["proposer"]["name"] != proposer.name:
         raise ValueError(
             f"{store.out} was produced by the {saved['proposer']['name']} proposer; "
@@ -110,6 +134,9 @@ def _initial_state(store: EvolutionStore, initial: Deltas, proposer: Proposer) -
         saved["next_iteration"], saved["current_deltas"], saved["initial_deltas"],
         best["deltas"], float(best["composite"]) if best["iteration"] >= 0 else float("-inf"),
         best["iteration"], history, float(saved.get("reflector_tokens", 0.0)),
+        int(saved.get("rollouts", 0)),
+        FrontierSearch.from_json(config.seed, saved.get("frontier")) if config.frontier
+        else None,
     )
 
 
@@ -145,18 +172,30 @@ def run_evolution(
             ``processor_best.py`` were rewritten from the last committed state
             (``state.json``; the initial deltas before any commit).
     """
-    state = _initial_state(store, initial_deltas, proposer)
+    state = _initial_state(store, initial_deltas, proposer, config)
+
+    def counted(examples: Sequence[Any], deltas: Deltas) -> Any:
+        state.rollouts += len(examples)
+        return evaluate(examples, deltas)
+
     resumed_from = state.next_iteration
     if resumed_from:
         logger.info("resuming %s at iteration %d/%d", store.out, resumed_from, config.iterations)
     outputs = IterationOutputs(store, tracker or NullTracker())
+    bar = progress_bar(total=config.iterations, desc="evolve", unit="iter",
+                       initial=resumed_from)
     try:
         running = state.next_iteration < config.iterations and _begin(state, proposer)
         store.write_current(state.current)
-        while running and state.next_iteration < config.iterations:
-            running = _run_iteration(state, pool, evaluate, proposer, cluster_descriptions,
+        while running and state.next_iteration < config.iterations and not (
+                config.max_rollouts and state.rollouts >= config.max_rollouts):
+            running = _run_iteration(state, pool, counted, proposer, cluster_descriptions,
                                      config, outputs)
+            bar.update(1)
+            bar.set_postfix_str(f"best {best_composite_so_far(state.history):.4f}, "
+                                f"{state.rollouts} rollouts")
     except BaseException:
+        bar.close()
         _release(proposer)
         outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
         # ... and the best files from committed state only: an improvement found by the
@@ -164,6 +203,7 @@ def run_evolution(
         committed = store.committed_best()
         store.write_best(state.initial if committed is None else committed)
         raise
+    bar.close()
     outputs.close()
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
@@ -208,7 +248,8 @@ def _run_iteration(
     )
     result = evaluate(batch, state.current)
     scores = score_dict(result.scores)
-    incumbent = _incumbent_scores(state, batch, evaluate, scores, paired=config.paired_best)
+    incumbent_run = _incumbent_result(state, batch, evaluate, result, paired=config.paired_best)
+    incumbent = None if incumbent_run is None else score_dict(incumbent_run[1].scores)
     generation_s = time.perf_counter() - started
     improved = scores["composite_score"] > (
         state.best_composite if incumbent is None else incumbent["composite_score"])
@@ -222,7 +263,13 @@ def _run_iteration(
         best_composite=state.best_composite, cluster_descriptions=dict(cluster_descriptions),
         improved=improved, final=iteration + 1 >= config.iterations,
     )
-    proposal = proposer.propose(evidence)
+    loop_metrics: dict[str, float] = {}
+    if state.search is None:
+        proposal = proposer.propose(evidence)
+    else:
+        proposal = _frontier_proposal(state, evidence, batch, evaluate, result, incumbent_run,
+                                      proposer, loop_metrics)
+    loop_metrics["rollouts_cumulative"] = float(state.rollouts)
     if proposal.exchanges:
         outputs.exchanges(iteration, proposal.exchanges)
     next_deltas = proposal.deltas if proposal.deltas is not None else dict(state.current)
@@ -238,6 +285,7 @@ def _run_iteration(
         proposal_failed=proposal.failed, proposal_error=proposal.error, summary=proposal.summary,
         generation_s=generation_s, iteration_s=time.perf_counter() - started,
         proposer_metrics=dict(proposal.metrics), incumbent_scores=incumbent,
+        loop_metrics=loop_metrics,
     ))
     state.current = dict(next_deltas)
     state.next_iteration = iteration + 1
@@ -245,6 +293,7 @@ def _run_iteration(
         history=state.history, current=state.current, best=state.best if improved else None,
         summary=getattr(proposer, "summary_text", None), state=state.to_json(proposer),
         reflector_tokens=state.reflector_tokens,
+        frontier=None if state.search is None else state.search.frontier.table(),
     )
     logger.info(
         "iteration %d: composite %.4f (best %.4f) correctness %.3f mean tokens %.1f%s",
@@ -259,14 +308,43 @@ def _run_iteration(
     return not proposal.stop
 
 
-def _incumbent_scores(
-    state: _LoopState, batch: Sequence[Any], evaluate: Evaluate, scores: dict[str, float],
-    *, paired: bool,
-) -> dict[str, float] | None:
-    """Scores of the best deltas on ``batch`` (``None``: unpaired, or no best yet)."""
+def _incumbent_result(
+    state: _LoopState, batch: Sequence[Any], evaluate: Evaluate, result: Any, *, paired: bool,
+) -> tuple[Deltas, Any] | None:
+    """The best deltas and their result on ``batch`` (``None``: unpaired, or no best yet)."""
     if not paired or state.best_iteration < 0:
         return None
     if dict(state.current) == dict(state.best):
-        return dict(scores)  # the same deltas on the same questions: nothing to re-generate
-    return score_dict(evaluate(batch, state.best).scores)
+        return dict(state.best), result  # the same deltas on the same questions: no re-run
+    return dict(state.best), evaluate(batch, state.best)
+
+
+def _frontier_proposal(
+    state: _LoopState, evidence: Evidence, batch: Sequence[Any], evaluate: Evaluate,
+    result: Any, incumbent: tuple[Deltas, Any] | None, proposer: Proposer,
+    loop_metrics: dict[str, float],
+) -> Proposal:
+    """Record the iteration in the frontier; a merge, or the proposer's step from a parent."""
+    search = state.search
+    assert search is not None
+    child = search.observe(evidence.iteration, evidence.deltas, result, incumbent)
+    step = search.next_step(evidence.iteration, child=child, child_result=result, batch=batch,
+                            evaluate=evaluate, incumbent=incumbent)
+    search.next_parents = step.parents
+    loop_metrics.update(search.metrics())
+    loop_metrics["frontier_merge"] = float(step.merged is not None)
+    if step.merged is not None:
+        return Proposal(deltas=step.merged, summary="")
+    from_parent = Evidence(
+        iteration=evidence.iteration, deltas=step.parent_deltas,
+        records=list(step.parent_result.records), scores=score_dict(step.parent_result.scores),
+        best_composite=evidence.best_composite,
+        cluster_descriptions=evidence.cluster_descriptions,
+        # a parent other than the evaluated deltas is a new base for the proposer
+        improved=evidence.improved or step.parents[0] != child,
+        frontier_lessons=search.lessons(state.initial),
+    )
+    proposal = proposer.propose(from_parent)
+    search.frontier.set_lesson(step.parents[0], proposal.summary)
+    return proposal
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crsp_ops.atomic_io import atomic_path
-from crsp_ops.evolve.iteration import IterationRecord
+from crsp_ops.evolve.iteration import IterationRecord, best_composite_curve
 
 TITLE = "Evolution of steering deltas"
 DPI = 90
@@ -33,7 +33,9 @@ class EvolutionPlot:
         self.figure.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=0.1, hspace=0.12)
         self.scores, self.lengths = self.figure.subplots(2, 1, sharex=True)
         self._composite, = self.scores.plot([], [], "o-", label="composite")
-        self._best, = self.scores.plot([], [], "--", label="best composite")
+        self._best, = self.scores.plot([], [], "--", label="best composite (monotone)")
+        self._incumbent, = self.scores.plot([], [], "x", color="gray",
+                                            label="incumbent re-scored")
         self._correct, = self.scores.plot([], [], "s-", label="correctness ratio")
         self._length, = self.lengths.plot([], [], "o-", color="tab:green")
         self._failed_marks: list = []
@@ -47,7 +49,10 @@ class EvolutionPlot:
         """Show ``history`` (replaces what was shown)."""
         steps = [row.iteration for row in history]
         self._composite.set_data(steps, [r.scores["composite_score"] for r in history])
-        self._best.set_data(steps, [r.best_composite_score for r in history])
+        self._best.set_data(steps, best_composite_curve(history))
+        rescored = [r for r in history if r.incumbent_scores is not None]
+        self._incumbent.set_data([r.iteration for r in rescored],
+                                 [r.incumbent_scores["composite_score"] for r in rescored])
         self._correct.set_data(steps, [r.scores["correctness_ratio"] for r in history])
         self._length.set_data(steps, [r.scores["mean_token_length"] for r in history])
         for mark in self._failed_marks:

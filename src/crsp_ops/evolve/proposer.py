@@ -16,7 +16,9 @@ class Proposer(ABC):
     """Propose the next deltas from the evidence of the last iteration.
 
     Contract: the loop calls ``propose`` once per finished iteration, in iteration order, with
-    the evidence of the deltas it just evaluated; the proposer returns validated deltas with
+    the evidence of the deltas it just evaluated (with ``evolve.frontier``: of the frontier
+    parent drawn for this iteration, and no call when the next deltas are a frontier merge);
+    the proposer returns validated deltas with
     exactly the cluster ids of ``evidence.deltas`` (or a failed ``Proposal``, never invalid
     deltas). Everything a proposer must remember across iterations is in ``state_dict`` (JSON),
     which the loop persists after each iteration and hands to ``load_state_dict`` on resume.

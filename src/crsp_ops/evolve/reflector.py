@@ -120,6 +120,7 @@ class ReflectorProposer(Proposer):
             records=evidence.records,
             k_longest=self.k_longest,
             max_response_chars=self.max_response_chars,
+            frontier_lessons=evidence.frontier_lessons,
         )
         request = {
             "model": self.model,

@@ -3,7 +3,9 @@
 Inputs: (1) the cluster descriptions, (2) the deltas used for this minibatch, (3) the evolving
 summary, (4) every minibatch response with its correctness and the grader's explanation
 (optionally only the k longest, each optionally truncated). Example deltas are never sent, so
-the reflector cannot copy a template.
+the reflector cannot copy a template. With ``evolve.frontier`` a fifth section carries the
+Pareto frontier's lessons (each leading candidate's summary and per-cluster changes; never
+per-example data nor an example-deltas list).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ update will be appended and served back to you in later iterations. Output only 
 with two fields: "deltas" (object with string keys "0", "1", ... and float values) and \
 "summary" (string, your update to the evolving summary). No other commentary."""
 
+FRONTIER_SECTION = """\
+## Pareto frontier of deltas so far (candidates no other beats on every example; what each \
+taught)
+{lessons}
+
+"""
+
 TRUNCATION_MARKER = " […truncated]"
 
 
@@ -100,8 +109,12 @@ def build_messages(
     records: Sequence[ExampleResult],
     k_longest: int,
     max_response_chars: int,
+    frontier_lessons: str = "",
 ) -> list[dict[str, str]]:
-    """Return the system and user messages of one reflector request."""
+    """Return the system and user messages of one reflector request.
+
+    ``frontier_lessons`` (``Frontier.lessons``) adds the frontier section before the responses.
+    """
     user = USER_TEMPLATE.format(
         cluster_descriptions_json=json.dumps(cluster_descriptions, indent=2, ensure_ascii=False),
         current_deltas_json=json.dumps(dict(deltas)),
@@ -110,6 +123,9 @@ def build_messages(
             select_responses(records, k_longest=k_longest), max_chars=max_response_chars
         ),
     )
+    if frontier_lessons.strip():
+        marker = "## All minibatch responses"
+        user = user.replace(marker, FRONTIER_SECTION.format(lessons=frontier_lessons) + marker, 1)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 

@@ -23,6 +23,7 @@ from crsp_ops.evolve.inputs import (
     load_questions,
     select_pool,
 )
+from crsp_ops.evolve.iteration import best_composite_so_far
 from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
@@ -31,6 +32,7 @@ from crsp_ops.evolve.registry import register_processor, registered_model_name
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
+    FRONTIER,
     HELDOUT,
     HISTORY,
     HISTORY_PLOT,
@@ -51,7 +53,7 @@ from crsp_ops.tracking import Tracker
 logger = logging.getLogger(__name__)
 
 OUTPUT_FILES = (DELTAS_CURRENT, DELTAS_BEST, PROCESSOR_BEST, HISTORY, HISTORY_PLOT, SUMMARY, PLOT,
-                STATE,
+                STATE, FRONTIER,
                 MLFLOW_RUN, HELDOUT, METRICS)
 
 
@@ -94,9 +96,11 @@ def record_mlflow_run(store: EvolutionStore, tracker: Tracker, tracking_uri: str
 def replay_history(store: EvolutionStore, tracker: Tracker) -> None:
     """Log the metrics of iterations finished by an earlier invocation into this run."""
     tokens = 0.0
-    for row in store.read_history():
+    history = store.read_history()
+    for done, row in enumerate(history, start=1):
         tokens += row.proposer_metrics.get("reflector_total_tokens", 0.0)
-        tracker.log_metrics(iteration_metrics(row, tokens), step=row.iteration)
+        tracker.log_metrics(iteration_metrics(row, tokens, best_composite_so_far(history[:done])),
+                            step=row.iteration)
 
 
 def log_outputs(store: EvolutionStore, tracker: Tracker) -> None:
@@ -145,10 +149,11 @@ def run_job(
     tracker.log_dict(clusters.descriptions, "inputs/cluster_descriptions.json")
     tracker.log_dict(initial, "inputs/deltas_initial.json")
     try:
+        grading = grading_from_settings(settings.scoring)
         with open_backend(settings, paths.model_dir, paths.clusters_dir) as backend:
             evaluate = partial(
                 _evaluate, run_minibatch, backend=backend, template=prompt_template(settings),
-                sampling=sampling_params(settings), grade=grading_from_settings(settings.scoring),
+                sampling=sampling_params(settings), grade=grading,
             )
             outcome = run_evolution(
                 pool=pool, evaluate=evaluate, proposer=proposer, store=store,
@@ -158,11 +163,14 @@ def run_job(
                     minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
                     stop_on_failure=settings.evolve.on_proposal_failure == "stop",
                     paired_best=settings.evolve.paired_best,
+                    # Optuna's sampler is its own search: it must be told every trial it asked
+                    frontier=settings.evolve.frontier and proposer_kind != "optuna",
                 ),
                 tracker=tracker,
             )
             scores = evaluate_heldout(
                 evaluate, heldout, initial=outcome.initial_deltas, best=outcome.best_deltas,
+                weights=grading.weights,
             )
         _finish(store, tracker, outcome, scores, proposer_kind, time.perf_counter() - started)
         if settings.evolve.registry_enabled and tracker.run_id is not None:
@@ -208,6 +216,7 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
         "proposer": proposer_kind,
         # None: this worker evaluated nothing (its study's shared budget was already spent)
         "best_composite_score": outcome.best_composite if outcome.best_iteration >= 0 else None,
+        "best_composite": best_composite_so_far(outcome.history),
         **{k: v for k, v in final.items() if k != "wall_time_s"},
     })
     tracker.flush()

@@ -9,6 +9,7 @@ Layout (``out/``):
     evolving_summary.md        the reflector's accumulated summary
     evolution_lengths.png      composite, correctness and mean length vs iteration
     reflector/iter_NNN/        attempt_K_messages.json, attempt_K_reply.txt, exchange.json
+    frontier.json              the candidate table (evolve.frontier): leads, frontier membership
     state.json                 resume state (written last in each iteration: the commit point)
     mlflow_run.json            the MLflow run(s) that produced these files
     heldout.json, metrics.json held-out comparison and the DVC metrics file (end of run)
@@ -37,6 +38,7 @@ HISTORY_PLOT = "history_plot.json"
 SUMMARY = "evolving_summary.md"
 PLOT = "evolution_lengths.png"
 STATE = "state.json"
+FRONTIER = "frontier.json"
 MLFLOW_RUN = "mlflow_run.json"
 HELDOUT = "heldout.json"
 METRICS = "metrics.json"

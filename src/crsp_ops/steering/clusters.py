@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.decomposition import PCA
-from tqdm.auto import tqdm
 
 from crsp_ops.steering.cluster_descriptions import describe_cluster
 from crsp_ops.steering.embedder import Embedder
@@ -33,6 +32,7 @@ from crsp_ops.steering.token_rules import (
     numeric_symbol_ids,
     subword_prefix,
 )
+from crsp_ops.tracking.progress import progress_bar
 
 _DECODE_CHUNK = 8192  # ids per batch_decode call; only sets the progress-bar granularity
 _MINIBATCH_KMEANS_BATCH = 4096  # sklearn advises >= 256 * cores; larger is steadier
@@ -66,8 +66,8 @@ def decode_vocabulary(tokenizer: Any, *, progress: bool) -> list[str]:
     """
     vocab_size = len(tokenizer)
     texts: list[str] = []
-    hide = None if progress else True  # None: a bar in a terminal, none in piped logs
-    with tqdm(total=vocab_size, desc="decode vocabulary", unit="tok", disable=hide) as bar:
+    with progress_bar(total=vocab_size, desc="decode vocabulary", unit="tok",
+                      enabled=progress) as bar:
         for start in range(0, vocab_size, _DECODE_CHUNK):
             ids = [[i] for i in range(start, min(start + _DECODE_CHUNK, vocab_size))]
             texts.extend(
@@ -87,8 +87,8 @@ def embed_texts(
         raise ValueError("no texts to embed")
     order = np.argsort([len(text) for text in texts], kind="stable")
     chunks = []
-    hide = None if progress else True
-    with tqdm(total=len(texts), desc="embed tokens", unit="tok", disable=hide) as bar:
+    with progress_bar(total=len(texts), desc="embed tokens", unit="tok",
+                      enabled=progress) as bar:
         for start in range(0, len(texts), batch_size):
             batch = [texts[i] for i in order[start : start + batch_size]]
             vectors = np.asarray(embed(batch), dtype=np.float32)

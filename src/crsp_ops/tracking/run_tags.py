@@ -1,12 +1,54 @@
-"""Tags that tie a run to its code (git) and its data (DVC)."""
+"""Tags that tie a run to its code (git) and its data (DVC), and how runs and experiments read.
+
+MLflow 3 reads the view of an experiment from its kind tag (``mlflow.experimentKind``;
+``custom_model_development`` is the classic runs table and charts), which every experiment of
+this project carries. The 3.17 UI, whose "GenAI | Model training" switch is on, decides the view
+from that switch instead (default GenAI, remembered per browser) unless the link says
+``?workflowType=machine_learning``: ``ui_path`` builds such links (checked in headless
+Chromium against mlflow 3.17.2).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import yaml
+
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"  # MLflow 3: the classic runs table + charts view
+RUN_NAME_TAG = "mlflow.runName"
+
+
+def run_name(*parts: object) -> str:
+    """A run name that says what ran: non-empty parts, slugged, joined by dashes.
+
+    >>> run_name("evolve", "optuna", "tpe", "SmolLM2", "12it")
+    'evolve-optuna-tpe-smollm2-12it'
+    >>> run_name("train", "crsp", "", "tiny", "20steps")
+    'train-crsp-tiny-20steps'
+    """
+    pieces = (re.sub(r"[^a-z0-9.]+", "-", str(p).lower()).strip("-") for p in parts)
+    return "-".join(piece for piece in pieces if piece)
+
+
+def ui_path(experiment_id: str, run_id: str | None = None) -> str:
+    """The UI route (after the server's address) of an experiment's runs table, or of a run.
+
+    >>> ui_path("3")
+    '#/experiments/3/runs?workflowType=machine_learning'
+    """
+    page = f"runs/{run_id}" if run_id else "runs"
+    return f"#/experiments/{experiment_id}/{page}?workflowType=machine_learning"
+
+
+def ensure_experiment_kind(client, experiment_id: str) -> None:
+    """Tag the experiment ``mlflow.experimentKind=custom_model_development`` unless it is."""
+    experiment = client.get_experiment(experiment_id)
+    if experiment.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 
 def git_tags(root: Path) -> dict[str, str]:

@@ -10,7 +10,13 @@ from pathlib import Path
 from crsp_ops.config import ResolvedConfig
 from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking.outage import OutagePolicy
-from crsp_ops.tracking.run_tags import dvc_tags, git_tags
+from crsp_ops.tracking.run_tags import (
+    EXPERIMENT_KIND,
+    EXPERIMENT_KIND_TAG,
+    dvc_tags,
+    ensure_experiment_kind,
+    git_tags,
+)
 from crsp_ops.tracking.stale_runs import close_stale_runs, process_tags
 from crsp_ops.tracking.store_init import open_client
 from crsp_ops.tracking.store_location import ensure_store_in_project
@@ -63,7 +69,8 @@ def start_run(
     Args:
         job: the job's name (the experiment is ``<prefix>-<job>``).
         resolved: the effective configuration (logged as params, secrets redacted).
-        run_name: the run's display name.
+        run_name: the run's display name (see ``run_tags.run_name``); under ``mlflow run``
+            it replaces the random name the CLI gave the run.
         tags: extra run tags.
         owner_tag: a key of ``tags`` naming what this run owns (e.g. ``crsp.out_dir``): RUNNING
             runs of the same experiment with the same value whose process died are marked
@@ -89,6 +96,9 @@ def start_run(
                 experiment_id = client.get_run(project_run_id).info.experiment_id
                 run_id = project_run_id
                 client.log_batch(run_id, tags=[RunTag(k, v) for k, v in process_tags().items()])
+                ensure_experiment_kind(client, experiment_id)
+                if run_name:
+                    client.update_run(run_id, name=run_name)  # sets mlflow.runName too
             else:
                 experiment_id = _experiment_id(client, experiment_name(resolved, job),
                                                resolved.root, uri)
@@ -125,17 +135,20 @@ def start_run(
 def _experiment_id(client, name: str, root: Path, uri: str) -> str:
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
+        ensure_experiment_kind(client, experiment.experiment_id)
         return experiment.experiment_id
     artifact_location = None
     if uri.startswith("sqlite:"):
         # Pin artifacts under the project root whatever the working directory.
         artifact_location = (root / "mlruns" / name).as_uri()
     try:
-        return client.create_experiment(name, artifact_location=artifact_location)
+        return client.create_experiment(name, artifact_location=artifact_location,
+                                        tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
     except Exception:  # another process created it first
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
             raise
+        ensure_experiment_kind(client, experiment.experiment_id)
         return experiment.experiment_id
 
 

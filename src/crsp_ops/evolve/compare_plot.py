@@ -1,0 +1,103 @@
+"""The comparison figure a paper would use, one row of panels per (base model, held-out set).
+
+(a) held-out composite of the initial and the best deltas per run, with 95% bootstrap intervals;
+(b) minibatch composite (thin) and best composite so far (thick) vs iteration, per run;
+(c) shortness × correctness of every evaluated candidate, per run, with the run's frontier
+    (the candidates no other of the run beats on both).
+Legends sit outside the axes, so they never cover data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from crsp_ops.atomic_io import atomic_path
+from crsp_ops.evolve.compare import RunRow, group_rows
+from crsp_ops.evolve.frontier import pareto_indices
+
+DPI = 110
+
+
+def _label(row: RunRow) -> str:
+    return row.run_name or f"{row.proposer}-{row.run_id[:8]}"
+
+
+def _errors(value: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    if math.isnan(value) or any(math.isnan(b) for b in bounds):
+        return (0.0, 0.0)
+    return (max(value - bounds[0], 0.0), max(bounds[1] - value, 0.0))
+
+
+def _heldout_panel(axes, members: Sequence[RunRow]) -> None:
+    positions = list(range(len(members)))
+    for offset, label, value, ci, colour in (
+        (-0.2, "initial deltas", "heldout_initial_composite", "heldout_initial_ci", "tab:gray"),
+        (0.2, "best deltas", "heldout_best_composite", "heldout_best_ci", "tab:blue"),
+    ):
+        values = [getattr(r, value) for r in members]
+        errors = list(zip(*[_errors(getattr(r, value), getattr(r, ci)) for r in members],
+                          strict=True))
+        axes.bar([p + offset for p in positions], values, 0.4, yerr=errors, capsize=3,
+                 color=colour, label=label)
+    axes.set_xticks(positions)
+    axes.set_xticklabels([_label(r) for r in members], rotation=30, ha="right",
+                         fontsize="x-small")
+    axes.set_ylabel("held-out composite")
+    axes.set_title("(a) held-out: initial vs best (95% CI)", fontsize="small")
+    tops = [v + e for r in members for v, e in (
+        (r.heldout_best_composite, _errors(r.heldout_best_composite, r.heldout_best_ci)[1]),
+        (r.heldout_initial_composite,
+         _errors(r.heldout_initial_composite, r.heldout_initial_ci)[1])) if not math.isnan(v)]
+    axes.set_ylim(0.0, 1.3 * max(tops, default=1.0))  # headroom: the legend covers no bar
+    axes.legend(loc="upper center", ncol=2, fontsize="x-small")
+
+
+def _curve_panel(axes, members: Sequence[RunRow], colours: dict[str, str]) -> None:
+    for row in members:
+        composite, best = row.curves.get("composite_score", []), row.curves.get(
+            "best_composite", [])
+        colour = colours[row.run_id]
+        axes.plot(range(len(composite)), composite, "-", lw=0.8, alpha=0.5, color=colour)
+        axes.plot(range(len(best)), best, "-", lw=2.0, color=colour, label=_label(row))
+    axes.set_xlabel("iteration")
+    axes.set_ylabel("minibatch composite")
+    axes.set_title("(b) composite (thin) and best so far (thick)", fontsize="small")
+
+
+def _scatter_panel(axes, members: Sequence[RunRow], colours: dict[str, str]) -> None:
+    for row in members:
+        points = list(zip(row.curves.get("shortness_score", []),
+                          row.curves.get("correctness_ratio", []), strict=False))
+        if not points:
+            continue
+        colour = colours[row.run_id]
+        axes.scatter(*zip(*points, strict=True), s=14, alpha=0.5, color=colour)
+        front = [points[i] for i in pareto_indices(points)]
+        axes.step(*zip(*front, strict=True), where="post", color=colour, lw=1.5)
+    axes.set_xlabel("shortness")
+    axes.set_ylabel("correctness")
+    axes.set_title("(c) candidates and each run's frontier", fontsize="small")
+
+
+def save_comparison_figure(rows: Sequence[RunRow], path: str | Path) -> Path:
+    """Write the three-panel figure (a row per group) as PNG, atomically."""
+    groups = group_rows(rows)
+    figure = Figure(figsize=(15, 4.6 * len(groups)), layout="constrained")
+    panels = figure.subplots(len(groups), 3, squeeze=False)
+    palette = [f"C{i}" for i in range(10)]
+    for (held, curves, scatter), ((model, heldout), members) in zip(
+            panels, groups.items(), strict=True):
+        colours = {r.run_id: palette[i % len(palette)] for i, r in enumerate(members)}
+        _heldout_panel(held, members)
+        _curve_panel(curves, members, colours)
+        _scatter_panel(scatter, members, colours)
+        curves.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
+                      fontsize="x-small", title=f"{model} · held-out {heldout}",
+                      title_fontsize="x-small")
+    with atomic_path(path, suffix=".png") as tmp:
+        figure.savefig(tmp, dpi=DPI, format="png")
+    return Path(path)
