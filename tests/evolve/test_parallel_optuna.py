@@ -107,7 +107,8 @@ def test_two_workers_share_one_budget_without_losing_or_repeating_a_trial(
         run_id = json.loads((out / "mlflow_run.json").read_text())["run_id"]
         run = client.get_run(run_id)
         assert run.info.status == "FINISHED"
-        assert run.info.run_name == f"optuna-worker{worker}-w{worker}"
+        assert run.info.run_name.startswith("evolve-optuna-tpe-"), run.info.run_name
+        assert run.info.run_name.endswith(f"-w{worker}"), run.info.run_name
         assert run.data.tags["optuna.worker"] == str(worker)
         run_ids.add(run_id)
         logged = {m.step: m.value for m in client.get_metric_history(run_id, "composite_score")}

@@ -71,8 +71,8 @@ def test_evolve_and_mlflow_run_runs_read_at_a_glance(project, monkeypatch):
     monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
     assert main(["optuna", *SETS, "--out", "outputs/opt"]) == 0
     run = client.get_run(created.info.run_id)
-    assert run.info.run_name == "evolve-optuna-tpe-tiny-2it"
-    assert run.data.tags["mlflow.runName"] == "evolve-optuna-tpe-tiny-2it"
+    assert run.info.run_name == "evolve-optuna-tpe-tiny-2it-w0"
+    assert run.data.tags["mlflow.runName"] == "evolve-optuna-tpe-tiny-2it-w0"
     assert run.data.tags["proposer"] == "optuna"
     assert client.get_experiment(experiment_id).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND
 
