@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
-from crsp_ops.crsp.tasks import check_solutions, solve_messages
+from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response
 from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import SamplingParams
@@ -81,8 +81,10 @@ def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
     if not tasks:
         return {}
     params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0)
-    completions = backend.generate([solve_messages(task) for task in tasks], params)
-    checks = check_solutions(tasks, [c.text for c in completions], executor)
+    conversations = [solve_messages(task) for task in tasks]
+    completions = backend.generate(conversations, params)
+    responses = [solve_response(m, c.text) for m, c in zip(conversations, completions, strict=True)]
+    checks = check_solutions(tasks, responses, executor)
     rates = solve_rates(tasks, [check.correct for check in checks])
     rates["all"] = sum(check.correct for check in checks) / len(checks)
     rates["well_formed"] = sum(check.well_formed for check in checks) / len(checks)
