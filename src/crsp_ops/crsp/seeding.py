@@ -5,8 +5,9 @@ is ``solve_messages(MathTask)`` (tokenized through the InferenceContext, exactly
 generation time; it ends with the ``<think>`` prefill) and the assistant reply is the
 solution, ``</think>`` (the solution s, weight 1) followed by ``<answer>{answer}</answer>`` and
 the end-of-turn token (the answer a, weight α). Prompt tokens weigh 0. The three parts are
-tokenized separately so each token belongs to exactly one part. The loss is the weighted token sum divided by the number of
-assistant tokens in the batch: a per-token mean, so its scale does not grow with length.
+tokenized separately so each token belongs to exactly one part. The loss is the weighted token
+sum divided by the number of assistant tokens in the batch: a per-token mean, so its scale does
+not grow with length.
 """
 
 from __future__ import annotations
