@@ -21,9 +21,10 @@ def test_solve_conversation_states_the_format_and_opens_the_thinking_block():
 def test_generated_text_after_the_prefill_is_checked_as_the_whole_turn(executor):
     messages = solve_messages(TASK)
     texts = ["3 + 4 = 7.</think><answer>7</answer>", "3 + 4 = 8.</think><answer>8</answer>",
-             "3 + 4 is seven"]
-    checks = check_solutions([TASK] * 3, [solve_response(messages, t) for t in texts], executor)
-    assert [(c.well_formed, c.correct) for c in checks] == [(True, True), (True, False),
-                                                            (False, False)]
+             "3 + 4 is seven", "3 + 4 = 7.</think>\n<answer>7",  # stopped before </answer>
+             "maybe <answer>7"]  # an answer inside an unfinished thinking block is no answer
+    checks = check_solutions([TASK] * 5, [solve_response(messages, t) for t in texts], executor)
+    assert [(c.well_formed, c.correct) for c in checks] == [
+        (True, True), (True, False), (False, False), (True, True), (False, False)]
     # without the prefill put back, the same text has no <think> block and is malformed
     assert not check_solutions([TASK], texts[:1], executor)[0].well_formed
