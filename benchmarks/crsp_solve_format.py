@@ -25,6 +25,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -72,6 +73,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2, help="solver samples per task")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=4, help="malformed responses to include")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every response (JSON lines) here")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="section.key=value overrides of params.yaml")
     args = parser.parse_args()
@@ -98,6 +101,15 @@ def main() -> None:
         started = time.perf_counter()
         samples, _ = solve(backend, executor, tasks, options, alphas, args.seed)
         elapsed = time.perf_counter() - started
+        if args.dump:
+            with args.dump.open("a") as dump:
+                for sample in samples:
+                    dump.write(json.dumps({"budget": budget, "task_type": sample.task_type,
+                                           "text": sample.completion.text,
+                                           "finish": sample.completion.finish_reason,
+                                           "well_formed": sample.well_formed,
+                                           "correct": sample.passed,
+                                           "reward": sample.reward}) + "\n")
         ok = sum(s.well_formed for s in samples)
         low, high = wilson(ok, len(samples))
         result["budgets"][str(budget)] = {
