@@ -1,19 +1,18 @@
-"""Share of well-formed solve rollouts at step 0 (``<think>…</think><answer>…</answer>``).
+"""Step-0 solve rollouts of the CRSP trainer: well-formed share and reward per rollout.
 
-Samples the solve role on the seed tasks (code_o, code_i, math) exactly as the trainer's
-temperature does, under three prompt variants, and counts responses the trainer's checks call
-well-formed (``extract_think`` and ``extract_answer`` both succeed):
+Runs the trainer's own solve path (``crsp.episode.solve``: ``solve_messages`` with the
+``<think>`` prefill, the in-process backend the trainer builds, ``check_solutions`` in the
+sandbox, the format rule and the alpha schedule at step 1) on the built-in seed tasks of the
+configured problem types, once per solve budget, and prints one JSON line: per budget the
+well-formed count and share (95% Wilson interval), correct count, finish reasons, mean response
+tokens, the reward of every rollout grouped as correct / well-formed-wrong / malformed, the
+generation time and the first few malformed responses (after the prefill).
 
-- ``trainer``: the messages ``crsp_ops.crsp.tasks.solve_messages`` builds today (user turn only);
-- ``system_demo``: the format stated in a system message plus one worked user/assistant turn;
-- ``system_demo_prefill``: the same with the assistant turn opened with ``<think>``.
+    python benchmarks/crsp_solve_format.py --model /tmp/smollm2_hf --budgets 48 64 96 \
+        [--samples 2] [--set train.temperature=1.0]
 
-    python benchmarks/crsp_solve_format.py --model models/converted [--samples 2]
-        [--max-new-tokens 64] [--temperature 1.0] [--variants trainer system_demo_prefill]
-
-Prints one JSON line: per variant, the well-formed count, the share with a 95% Wilson interval
-and the generation time. Needs a converted model (``make install-real`` then ``crsp-ops
-convert-model --set model.source=smollm2``); nothing is downloaded.
+``--model`` is an HF model directory (or a ``model_ref.json`` directory); settings come from
+``params.yaml`` plus ``--set`` overrides. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -21,25 +20,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import statistics
 import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
-import torch
-from transformers import AutoModelForCausalLM
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from crsp_ops.crsp.critique import extract_think
-from crsp_ops.crsp.tasks import solve_messages
-from crsp_ops.crsp.tasks.answers import extract_answer
-from crsp_ops.crsp.tasks.starter_tasks import SEED_CODE_I, SEED_CODE_O, STARTER_MATH
-from crsp_ops.models.model_ref import load_tokenizer, resolve_model_dir
-
-SYSTEM = "Reply in exactly this format: <think>short reasoning</think><answer>final answer</answer>"
-DEMO = [
-    {"role": "user", "content": "What is 6 times 7?\n\nReason step by step inside <think> and "
-                                "</think>, then give only the final answer inside <answer> and "
-                                "</answer>."},
-    {"role": "assistant", "content": "<think>6 times 7 is 42.</think><answer>42</answer>"},
-]
-VARIANTS = ("trainer", "system_demo", "system_demo_prefill")
+from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.crsp.episode import solve  # noqa: E402
+from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
+    SelfPlaySettings,
+    episode_options,
+    make_alpha_schedule_from,
+    make_executor,
+)
+from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
+from crsp_ops.models.loading import load_causal_lm  # noqa: E402
+from crsp_ops.paths import project_root  # noqa: E402
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -52,57 +53,78 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def prompt_text(tokenizer, task, variant: str) -> tuple[str, str]:
-    """(prompt text, response prefix) of one task under ``variant``."""
-    messages = solve_messages(task)
-    if variant != "trainer":
-        messages = [{"role": "system", "content": SYSTEM}, *DEMO, *messages]
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    prefix = "<think>" if variant.endswith("prefill") else ""
-    return text + prefix, prefix
+def reward_summary(samples) -> dict:
+    """Rewards grouped by outcome: count, mean and the distinct values (rounded) with counts."""
+    groups = {"correct": [], "wrong": [], "malformed": []}
+    for sample in samples:
+        key = "malformed" if not sample.well_formed else "correct" if sample.passed else "wrong"
+        groups[key].append(sample.reward)
+    return {key: {"n": len(values),
+                  "mean": round(statistics.fmean(values), 3) if values else None,
+                  "values": dict(Counter(round(v, 3) for v in values))}
+            for key, values in groups.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
-    parser.add_argument("--samples", type=int, default=2, help="samples per task")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--budgets", type=int, nargs="+", default=None,
+                        help="solve token budgets to try (default: train.max_new_tokens_solve)")
+    parser.add_argument("--samples", type=int, default=2, help="solver samples per task")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--show", type=int, default=4, help="malformed responses to include")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every response (JSON lines) here")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="section.key=value overrides of params.yaml")
     args = parser.parse_args()
 
-    tokenizer = load_tokenizer(args.model)
-    tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(resolve_model_dir(args.model)).eval()
-    tasks = [*SEED_CODE_O, *SEED_CODE_I, *STARTER_MATH]
+    settings = load_settings(project_root(), args.overrides).settings
+    selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                                settings.generation)
+    model, tokenizer = load_causal_lm(args.model)
+    backend = InProcessGeneration(model, tokenizer, device="cpu",
+                                  batch_size=settings.generation.batch_size).backend
+    executor = make_executor(settings.crsp)
+    schedule = make_alpha_schedule_from(settings.reward)
+    alphas = schedule(0, max(settings.train.steps - 1, 1))  # the trainer's step 1
+    tasks = [task for name in settings.crsp.problem_types
+             for task in starter_tasks(TaskType(name))]
+    base = episode_options(selfplay)
     result = {"benchmark": "crsp_solve_format", "model": str(args.model), "tasks": len(tasks),
-              "samples_per_task": args.samples, "max_new_tokens": args.max_new_tokens,
-              "temperature": args.temperature, "variants": {}}
-    for variant in args.variants:
-        torch.manual_seed(args.seed)
-        prompts = [prompt_text(tokenizer, task, variant) for task in tasks]
-        encoded = tokenizer([p for p, _ in prompts], return_tensors="pt", padding=True,
-                            add_special_tokens=False)
+              "task_types": dict(Counter(t.task_type.value for t in tasks)),
+              "samples_per_task": args.samples, "temperature": base.temperature,
+              "alpha_s": alphas.alpha_s, "budgets": {}}
+    for budget in args.budgets or [settings.train.max_new_tokens_solve]:
+        options = replace(base, solver_samples=args.samples,
+                          max_new_tokens={**base.max_new_tokens, "solve": budget})
         started = time.perf_counter()
-        with torch.no_grad():
-            generated = model.generate(
-                **encoded, max_new_tokens=args.max_new_tokens, do_sample=True,
-                temperature=args.temperature, top_p=1.0, top_k=0,
-                num_return_sequences=args.samples,
-                pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
-        texts = tokenizer.batch_decode(generated[:, encoded["input_ids"].shape[1]:],
-                                       skip_special_tokens=True)
-        prefixes = [prefix for _, prefix in prompts for _ in range(args.samples)]
-        responses = [prefix + text for prefix, text in zip(prefixes, texts, strict=True)]
-        ok = sum(extract_think(r) is not None and extract_answer(r) is not None
-                 for r in responses)
-        low, high = wilson(ok, len(responses))
-        result["variants"][variant] = {
-            "well_formed": ok, "n": len(responses), "share": round(ok / len(responses), 3),
+        samples, _ = solve(backend, executor, tasks, options, alphas, args.seed)
+        elapsed = time.perf_counter() - started
+        if args.dump:
+            with args.dump.open("a") as dump:
+                for sample in samples:
+                    dump.write(json.dumps({"budget": budget, "task_type": sample.task_type,
+                                           "text": sample.completion.text,
+                                           "finish": sample.completion.finish_reason,
+                                           "well_formed": sample.well_formed,
+                                           "correct": sample.passed,
+                                           "reward": sample.reward}) + "\n")
+        ok = sum(s.well_formed for s in samples)
+        low, high = wilson(ok, len(samples))
+        result["budgets"][str(budget)] = {
+            "well_formed": ok, "n": len(samples), "share": round(ok / len(samples), 3),
             "ci95": [round(low, 3), round(high, 3)],
-            "generate_s": round(time.perf_counter() - started, 1),
+            "correct": sum(s.passed for s in samples),
+            "finish": dict(Counter(s.completion.finish_reason for s in samples)),
+            "mean_tokens": round(statistics.fmean(s.completion.response_tokens
+                                                  for s in samples), 1),
+            "rewards": reward_summary(samples),
+            "generate_s": round(elapsed, 1),
+            "malformed_examples": [s.completion.text[:160] for s in samples
+                                   if not s.well_formed][: args.show],
         }
+    executor.close()
     print(json.dumps(result))
 
 

@@ -55,7 +55,10 @@ def test_tokenized_example_uses_the_solver_prompt_and_tags_assistant_parts(tiny_
     assert example.segments == tuple(sorted(example.segments))  # prompt, then solution, then answer
     solution = tokenizer.decode(ids[segments == SOLUTION].tolist())
     answer = tokenizer.decode(ids[segments == ANSWER].tolist(), skip_special_tokens=False)
-    assert "2 + 3 = 5" in solution and solution.startswith("<think>")
+    # the solver's prompt already opens the thinking block (the <think> prefill): the solution
+    # part continues it rather than opening a second one
+    assert tokenizer.decode(prompt.tolist()).endswith("<think>")
+    assert "2 + 3 = 5" in solution and "<think>" not in solution and "</think>" in solution
     assert answer == "<answer>5</answer>" + tokenizer.eos_token
     input_ids, attention, padded_segments = collate([example, example], tokenizer.pad_token_id)
     assert input_ids.shape == attention.shape == padded_segments.shape
@@ -66,10 +69,10 @@ def test_run_seeding_lowers_the_loss_and_skips_long_rows(tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     rows = [LimoExample(f"What is {a} + {a}?", f"{a} + {a} = {2 * a}.", str(2 * a))
             for a in range(1, 5)]
-    rows.append(LimoExample("long " * 400, "x", "y"))
+    rows.append(LimoExample("long " * 2000, "x", "y"))
     losses = []
     result = run_seeding(model, tokenizer, rows, steps=8, learning_rate=1e-2, batch_size=4,
-                         alpha=2.0, max_seq_len=200, seed=0,
+                         alpha=2.0, max_seq_len=400, seed=0,
                          accelerator=make_accelerator("no", "cpu"),
                          on_step=lambda step, metrics: losses.append(metrics["loss"]))
     assert result.steps == 8 and result.examples == 4 and result.skipped == 1

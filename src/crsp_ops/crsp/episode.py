@@ -39,6 +39,7 @@ from crsp_ops.crsp.tasks import (
     propose_messages,
     solve_messages,
     solve_prompt,
+    solve_response,
     validate_proposals,
 )
 from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, Task, TaskType
@@ -144,7 +145,9 @@ def solve(backend: GenerationBackend, executor: SandboxExecutor, tasks: Sequence
     flat_tasks = [task for task in tasks for _ in range(n)]
     conversations = [solve_messages(task) for task in flat_tasks]
     completions = backend.generate(conversations, _sampling(options, "solve", seed))
-    checks = check_solutions(flat_tasks, [c.text for c in completions], executor)
+    responses = [solve_response(m, c.text) for m, c in zip(conversations, completions,
+                                                           strict=True)]
+    checks = check_solutions(flat_tasks, responses, executor)
     samples = []
     for index, (task, messages, completion, check) in enumerate(
             zip(flat_tasks, conversations, completions, checks, strict=True)):
@@ -218,7 +221,8 @@ def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: S
     if not chosen:
         return [], 0
     conversations = [critique_messages(solve_prompt(tasks[s.info["task_index"]]),
-                                       s.completion.text) for s in chosen]
+                                       solve_response(s.messages, s.completion.text))
+                     for s in chosen]
     completions = backend.generate(conversations, _sampling(options, "critique", seed))
     parsed = [parse_critique(c.text) for c in completions]
     creativity, failures = [0.0] * len(parsed), 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
-from crsp_ops.crsp.tasks import check_solutions, solve_messages
+from crsp_ops.crsp.tasks import SolutionCheck, check_solutions, solve_messages, solve_response
 from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import SamplingParams
@@ -65,6 +65,16 @@ def solve_rates(tasks: Sequence[Task], correct: Sequence[bool]) -> dict[str, flo
     return {name: hits / count for name, (hits, count) in totals.items()}
 
 
+def solve_checks(backend: GenerationBackend, tasks: Sequence[Task], executor: SandboxExecutor,
+                 *, max_new_tokens: int) -> list[SolutionCheck]:
+    """Greedy solutions of ``tasks`` (the trainer's solve conversation), checked; one per task."""
+    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0)
+    conversations = [solve_messages(task) for task in tasks]
+    completions = backend.generate(conversations, params)
+    responses = [solve_response(m, c.text) for m, c in zip(conversations, completions, strict=True)]
+    return check_solutions(tasks, responses, executor)
+
+
 def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
                         executor: SandboxExecutor, *, max_new_tokens: int) -> dict[str, float]:
     """Greedy solve rate per task type, plus ``all`` and ``well_formed`` (format rate).
@@ -80,9 +90,7 @@ def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
     """
     if not tasks:
         return {}
-    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0)
-    completions = backend.generate([solve_messages(task) for task in tasks], params)
-    checks = check_solutions(tasks, [c.text for c in completions], executor)
+    checks = solve_checks(backend, tasks, executor, max_new_tokens=max_new_tokens)
     rates = solve_rates(tasks, [check.correct for check in checks])
     rates["all"] = sum(check.correct for check in checks) / len(checks)
     rates["well_formed"] = sum(check.well_formed for check in checks) / len(checks)

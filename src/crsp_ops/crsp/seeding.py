@@ -1,12 +1,13 @@
 """LIMO trajectory seeding: SFT with ``L = −E[log π(s|q) + α·log π(a|q,s)]`` before self-play.
 
-Each LIMO row becomes the conversation the self-play solver sees for a math task: the user
-prompt is ``solve_prompt(MathTask)`` (tokenized through the InferenceContext, exactly as at
-generation time) and the assistant reply is ``<think>``, the solution, ``</think>`` (the solution
-s, weight 1) followed by ``<answer>{answer}</answer>`` and the end-of-turn token (the answer a,
-weight α). Prompt tokens weigh 0. The three parts are tokenized separately so each token
-belongs to exactly one part. The loss is the weighted token sum divided by the number of
-assistant tokens in the batch: a per-token mean, so its scale does not grow with length.
+Each LIMO row becomes the conversation the self-play solver sees for a math task: the prompt
+is ``solve_messages(MathTask)`` (tokenized through the InferenceContext, exactly as at
+generation time; it ends with the ``<think>`` prefill) and the assistant reply is the
+solution, ``</think>`` (the solution s, weight 1) followed by ``<answer>{answer}</answer>`` and
+the end-of-turn token (the answer a, weight α). Prompt tokens weigh 0. The three parts are
+tokenized separately so each token belongs to exactly one part. The loss is the weighted token
+sum divided by the number of assistant tokens in the batch: a per-token mean, so its scale does
+not grow with length.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from crsp_ops.crsp.tasks.task_types import MathTask
 from crsp_ops.crsp.token_logprobs import gathered_logprobs
 from crsp_ops.data.examples import LimoExample
 from crsp_ops.inference.context import InferenceContext
+from crsp_ops.inference.hf_chat import assistant_prefill
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +63,10 @@ def tokenize_example(row: LimoExample, context: InferenceContext, tokenizer: Any
                      ) -> SeedingExample:
     """Tokenize prompt (chat template), solution and answer parts; tag each token's segment."""
     task = MathTask(row.question, row.solution, row.answer)
-    prompt = [int(i) for i in context.tokenize_prompt(solve_messages(task))]
+    messages = solve_messages(task)
+    prompt = [int(i) for i in context.tokenize_prompt(messages)]
     solution, answer = assistant_parts(row, tokenizer.eos_token or "")
+    solution = solution.removeprefix(assistant_prefill(messages))  # the prompt already opens it
     solution_ids = tokenizer(solution, add_special_tokens=False)["input_ids"]
     answer_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     return SeedingExample(

@@ -30,7 +30,9 @@ class GenerationBackend(ABC):
 
         Args:
             conversations: chat message lists; the backend applies the model's chat template
-                with the generation prompt.
+                with the generation prompt, or, when the last message is the assistant's,
+                continues that message (a prefill such as ``<think>``; the completion's text
+                is only what follows it; see ``hf_chat``).
             params: sampling parameters shared by the batch.
             deltas: per-cluster steering deltas (index = cluster id), or ``None`` for no
                 steering. Raises ``ValueError`` if deltas are given to a backend set up without

@@ -35,6 +35,7 @@ import openai
 from crsp_ops.inference.backend import GenerationBackend, Message
 from crsp_ops.inference.completions import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.context import InferenceContext
+from crsp_ops.inference.hf_chat import prefill_request_fields
 from crsp_ops.inference.request_options import (
     ENGINES,
     RolloutRequestOptions,
@@ -306,6 +307,8 @@ class OpenAIServerBackend(GenerationBackend):
             fields["seed"] = params.seed + index
         if self.settings.top_logprobs:
             fields["top_logprobs"] = self.settings.top_logprobs
+        # a final assistant message is a prefill the server continues (hf_chat's convention)
+        extra_body = {**extra_body, **prefill_request_fields(messages)}
         return self._options.create_kwargs(extra_body=extra_body, **fields)
 
     def _complete(

@@ -14,6 +14,7 @@ from crsp_ops.crsp.tasks.prompts import (
     propose_prompt,
     solve_messages,
     solve_prompt,
+    solve_response,
 )
 from crsp_ops.crsp.tasks.proposals import (
     ProposalCheck,
@@ -28,5 +29,6 @@ __all__ = [
     "CODE_TASK_TYPES", "CodeTask", "MathTask", "ProposalCheck", "ProposalDraft", "SolutionCheck",
     "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
     "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
-    "starter_tasks", "solve_messages", "solve_prompt", "validate_proposals", "verification_job",
+    "starter_tasks", "solve_messages", "solve_prompt", "solve_response",
+    "validate_proposals", "verification_job",
 ]

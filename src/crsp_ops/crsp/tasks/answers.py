@@ -1,6 +1,7 @@
 """Extract answers from solver responses and check them against a task's truth.
 
-Responses follow ``<think>...</think><answer>...</answer>``. Code answers are compared as
+Responses follow ``<think>...</think><answer>...</answer>`` (a final ``</answer>`` may be
+missing: ``solver_answer``). Code answers are compared as
 Python literals (``ast.literal_eval``, which evaluates no code) with an exact-text fallback;
 code_i and code_f answers must be *run*, so this module only builds the ``ExecutionJob`` and
 judges the sandbox's ``ExecutionResult`` — execution itself happens in the sandbox.
@@ -52,6 +53,27 @@ def extract_answer(response: str) -> str | None:
     answer = matches[-1].strip()
     fenced = _CODE_FENCE.search(answer)
     return (fenced.group(1) if fenced else answer).strip()
+
+
+def solver_answer(response: str) -> str | None:
+    r"""The solver's answer: ``extract_answer``, or an ``<answer>`` left open at the very end.
+
+    A response that stops (end of turn, or the token budget) right after its answer without
+    writing ``</answer>`` still committed to that answer; the seed's format asks for the think
+    and answer blocks, and the answer is taken as what follows the last ``<answer>``. An open
+    ``<answer>`` is only read after ``</think>`` (never from inside the thinking).
+
+    >>> solver_answer("<think>6*7</think><answer>42"), solver_answer("<think><answer>4")
+    ('42', None)
+    """
+    answer = extract_answer(response)
+    if answer is not None:
+        return answer
+    _, closed, after = response.rpartition("</think>")
+    start = after.rfind("<answer>") if closed else -1
+    if start < 0:
+        return None
+    return extract_answer(after[start:] + "</answer>")
 
 
 def literal_equal(left: str, right: str) -> bool:
@@ -190,7 +212,7 @@ def check_solutions(tasks: Sequence[Task], responses: Sequence[str],
     checks: list[SolutionCheck | None] = [None] * len(tasks)
     pending: list[tuple[int, ExecutionJob]] = []
     for index, (task, response) in enumerate(zip(tasks, responses, strict=True)):
-        answer = extract_answer(response)
+        answer = solver_answer(response)
         if extract_think(response) is None or answer is None or not _answer_usable(task, answer):
             checks[index] = SolutionCheck(False, False, "", "missing <think> or usable <answer>")
         elif isinstance(task, MathTask):

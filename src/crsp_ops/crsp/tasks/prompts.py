@@ -2,6 +2,14 @@
 
 Every role answers as ``<think>...</think><answer>...</answer>``; the proposer puts fenced
 ``python``, ``input`` and (code_f) ``message`` blocks inside its answer.
+
+The solver's conversation is built so that a small instruction-tuned model hits the format:
+the format stated in a system message, one short worked example (a user turn and the
+assistant's answer in the format), the task, and the assistant turn already opened with
+``<think>`` (a prefill the backends continue; ``hf_chat``). The response therefore starts
+inside the thinking block; :func:`solve_response` puts the prefill back before parsing.
+SmolLM2-135M-Instruct at temperature 1 wrote 0 of 20 well-formed solve responses with the
+user turn alone and about half with this conversation (``benchmarks/crsp_solve_format.py``).
 """
 
 from __future__ import annotations
@@ -10,9 +18,15 @@ from collections.abc import Sequence
 
 from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
 from crsp_ops.inference.backend import Message
+from crsp_ops.inference.hf_chat import assistant_prefill
 
 RESPONSE_FORMAT = ("Reason step by step inside <think> and </think>, then give only the final "
                    "answer inside <answer> and </answer>.")
+SOLVE_SYSTEM = ("Reply in exactly this format: <think>short reasoning</think><answer>final "
+                "answer</answer>")
+SOLVE_PREFILL = "<think>"  # the solver's turn starts inside the thinking block
+_EXAMPLE_QUESTION = "What is 6 times 7?"
+_EXAMPLE_REPLY = "<think>6 times 7 is 42.</think><answer>42</answer>"
 
 _SOLVE_INSTRUCTIONS = {
     TaskType.CODE_O: "Predict the value f returns for the input below. Answer with the value as "
@@ -60,8 +74,27 @@ def solve_prompt(task: Task) -> str:
 
 
 def solve_messages(task: Task) -> list[Message]:
-    """Chat messages for the solver role."""
-    return [{"role": "user", "content": solve_prompt(task)}]
+    """Chat messages for the solver role: format, worked example, task, ``<think>`` prefill.
+
+    >>> [m["role"] for m in solve_messages(MathTask("1+1?", "", "2"))]
+    ['system', 'user', 'assistant', 'user', 'assistant']
+    """
+    return [
+        {"role": "system", "content": SOLVE_SYSTEM},
+        {"role": "user", "content": f"{_EXAMPLE_QUESTION}\n\n{RESPONSE_FORMAT}"},
+        {"role": "assistant", "content": _EXAMPLE_REPLY},
+        {"role": "user", "content": solve_prompt(task)},
+        {"role": "assistant", "content": SOLVE_PREFILL},
+    ]
+
+
+def solve_response(messages: Sequence[Message], text: str) -> str:
+    """The solver's whole turn: the prefill the backend continued, then the generated ``text``.
+
+    >>> solve_response(solve_messages(MathTask("1+1?", "", "2")), "1+1=2</think><answer>2</answer>")
+    '<think>1+1=2</think><answer>2</answer>'
+    """
+    return assistant_prefill(messages) + text
 
 
 def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
