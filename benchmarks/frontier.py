@@ -20,10 +20,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 from proposers import DEFAULT_PROJECT, Harness, embedded_default
 
-from crsp_ops.evaluation.intervals import bootstrap_interval, composite_interval
+from crsp_ops.evaluation.bootstrap import bootstrap_interval
+from crsp_ops.evaluation.intervals import composite_interval, proportion_interval
 from crsp_ops.evolve.iteration import score_dict
 from crsp_ops.evolve.loop import LoopConfig, run_evolution
 from crsp_ops.evolve.proposer_factory import build_proposer
@@ -63,8 +63,7 @@ def heldout_scores(harness: Harness, deltas) -> dict[str, float]:
     low, high = composite_interval(tokens, correct, shortness_scale=weights.shortness_scale,
                                    w_short=weights.shortness_weight,
                                    w_correct=weights.correctness_weight)
-    c_low, c_high = bootstrap_interval(len(correct),
-                                       lambda idx: float(np.mean(np.array(correct)[idx])))
+    c_low, c_high = proportion_interval(correct)
     return {"composite": scores["composite_score"], "composite_ci": [low, high],
             "correctness": scores["correctness_ratio"], "correctness_ci": [c_low, c_high],
             "mean_tokens": scores["mean_token_length"]}
@@ -72,8 +71,7 @@ def heldout_scores(harness: Harness, deltas) -> dict[str, float]:
 
 def mean_interval(values: list[float]) -> list[float]:
     """95% bootstrap interval of the mean over seeds."""
-    arr = np.asarray(values, dtype=np.float64)
-    return list(bootstrap_interval(len(arr), lambda idx: float(arr[idx].mean())))
+    return list(bootstrap_interval(values))
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ state.json (resume) and mlflow_run.json (the run(s) that produced them).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from crsp_ops.openai_client import effective_base_url
@@ -55,9 +56,11 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     import sys
 
     from crsp_ops.config import load_settings
+    from crsp_ops.evolve.heldout import describe_heldout
     from crsp_ops.evolve.loop import ProposalFailedError
     from crsp_ops.evolve.proposer import resolve_proposer_kind
     from crsp_ops.evolve.session import JobPaths, check_output_dir, run_job
+    from crsp_ops.evolve.store import HELDOUT
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run, tracking_uri
 
@@ -104,6 +107,9 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     else:
         print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
               f"{outcome.best_iteration}; outputs in {out}")
+    heldout_file = out / HELDOUT
+    if heldout_file.exists():
+        print(describe_heldout(json.loads(heldout_file.read_text())))
     if tracker.run_id is not None:  # the classic runs view (`make ui` serves port 5000)
         print("MLflow UI: http://127.0.0.1:5000/"
               + ui_path(tracker.experiment_id, tracker.run_id))

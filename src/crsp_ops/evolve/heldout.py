@@ -51,6 +51,33 @@ class HeldoutComparison:
                 "intervals": self.intervals, "interval_level": INTERVAL_LEVEL}
 
 
+def describe_heldout(saved: dict[str, Any]) -> str:
+    """Two lines naming held-out composite and correctness of the initial and best deltas.
+
+    ``saved`` is ``HeldoutComparison.to_json()`` (``heldout.json``); bounds print when present.
+
+    >>> print(describe_heldout({"n_examples": 40, "interval_level": 0.95,
+    ...     "initial": {"composite_score": 0.3, "correctness_ratio": 0.1},
+    ...     "best": {"composite_score": 0.35, "correctness_ratio": 0.125},
+    ...     "intervals": {"best_composite_ci_low": 0.3, "best_composite_ci_high": 0.4}}))
+    held-out (40 questions, 95% intervals) initial: composite 0.3000, correctness 0.1000
+    held-out (40 questions, 95% intervals) best: composite 0.3500 [0.3000, 0.4000], correctness 0.1250
+    """
+    level = round(100 * saved.get("interval_level", INTERVAL_LEVEL))
+    head = f"held-out ({saved['n_examples']} questions, {level}% intervals)"
+    lines = []
+    for label in ("initial", "best"):
+        scores, bounds = saved[label], saved.get("intervals", {})
+        parts = []
+        for short, name in (("composite", "composite_score"), ("correctness", "correctness_ratio")):
+            low = bounds.get(f"{label}_{short}_ci_low")
+            high = bounds.get(f"{label}_{short}_ci_high")
+            span = f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else ""
+            parts.append(f"{short} {scores[name]:.4f}{span}")
+        lines.append(f"{head} {label}: " + ", ".join(parts))
+    return "\n".join(lines)
+
+
 def heldout_examples(heldout: Sequence[Any], size: int) -> list[Any]:
     """The first ``size`` held-out questions (all when ``size`` is 0).
 
@@ -95,8 +122,8 @@ def _intervals(label: str, records: Sequence[Any], weights: Any) -> dict[str, fl
     composite = composite_interval(
         tokens, correct, shortness_scale=weights.shortness_scale,
         w_short=weights.shortness_weight, w_correct=weights.correctness_weight,
-        level=INTERVAL_LEVEL)
-    correctness = proportion_interval(correct, level=INTERVAL_LEVEL)
+        confidence=INTERVAL_LEVEL)
+    correctness = proportion_interval(correct, confidence=INTERVAL_LEVEL)
     return {f"{label}_composite_ci_low": composite[0], f"{label}_composite_ci_high": composite[1],
             f"{label}_correctness_ci_low": correctness[0],
             f"{label}_correctness_ci_high": correctness[1]}
