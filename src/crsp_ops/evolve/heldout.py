@@ -60,11 +60,11 @@ def describe_heldout(saved: dict[str, Any]) -> str:
     ...     "initial": {"composite_score": 0.3, "correctness_ratio": 0.1},
     ...     "best": {"composite_score": 0.35, "correctness_ratio": 0.125},
     ...     "intervals": {"best_composite_ci_low": 0.3, "best_composite_ci_high": 0.4}}))
-    held-out (40 questions, 95% intervals) initial: composite 0.3000, correctness 0.1000
-    held-out (40 questions, 95% intervals) best: composite 0.3500 [0.3000, 0.4000], correctness 0.1250
+    held-out initial (40 questions, 95% CI): composite 0.3000, correctness 0.1000
+    held-out best (40 questions, 95% CI): composite 0.3500 [0.3000, 0.4000], correctness 0.1250
     """
     level = round(100 * saved.get("interval_level", INTERVAL_LEVEL))
-    head = f"held-out ({saved['n_examples']} questions, {level}% intervals)"
+    size = f"({saved['n_examples']} questions, {level}% CI)"
     lines = []
     for label in ("initial", "best"):
         scores, bounds = saved[label], saved.get("intervals", {})
@@ -74,7 +74,7 @@ def describe_heldout(saved: dict[str, Any]) -> str:
             high = bounds.get(f"{label}_{short}_ci_high")
             span = f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else ""
             parts.append(f"{short} {scores[name]:.4f}{span}")
-        lines.append(f"{head} {label}: " + ", ".join(parts))
+        lines.append(f"held-out {label} {size}: " + ", ".join(parts))
     return "\n".join(lines)
 
 
