@@ -128,6 +128,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--heldout", type=int, default=60, help="held-out questions")
+    parser.add_argument("--proposers", nargs="+", default=["offline", "optuna"],
+                        help="arms: offline, optuna, reflector, or <kind>+frontier (Pareto "
+                             "frontier of deltas); reflector joins when OPENAI_BASE_URL is set")
+    parser.add_argument("--max-rollouts", type=int, default=0,
+                        help="answers generated per search (0: iterations bound it); an equal "
+                             "budget for arms whose iterations generate differently")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[])
     args = parser.parse_args()
@@ -135,10 +141,10 @@ def main() -> None:
     stage_overrides = ["model.source=smollm2", *args.stage_overrides]
     project = build_project(args.project, args.converted.resolve(), stage_overrides)
     os.environ["CRSP_OPS_ROOT"] = str(project)
-    kinds = ["offline", "optuna"]
+    kinds = list(args.proposers)
     overrides = ["tracking.enabled=n", *stage_overrides, *args.overrides]
     if os.environ.get("OPENAI_BASE_URL"):
-        kinds.append("reflector")
+        kinds += [] if "reflector" in kinds else ["reflector"]
         overrides.append(f"reflector.base_url={os.environ['OPENAI_BASE_URL']}")
     settings = load_settings(project, overrides, env={}).settings
     clusters = load_cluster_inputs(project / "outputs/clusters")
@@ -157,9 +163,10 @@ def main() -> None:
         print(f"# initial: {json.dumps(base)}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as tmp:
             for seed in args.seeds:
-                for kind in kinds:
+                for arm in kinds:
+                    kind, _, mode = arm.partition("+")
                     run_settings = replace(settings, optuna=replace(settings.optuna, seed=seed))
-                    out = Path(tmp) / f"{kind}-{seed}"
+                    out = Path(tmp) / f"{arm}-{seed}"
                     proposer = build_proposer(
                         kind, run_settings, token_clusters=clusters.token_clusters,
                         n_clusters=clusters.n_clusters, initial_deltas=initial, out_dir=out,
@@ -173,10 +180,12 @@ def main() -> None:
                         config=LoopConfig(iterations=args.iterations,
                                           minibatch_size=settings.evolve.minibatch_size,
                                           seed=seed, stop_on_failure=False,
-                                          paired_best=settings.evolve.paired_best))
+                                          paired_best=settings.evolve.paired_best,
+                                          frontier=mode == "frontier",
+                                          max_rollouts=args.max_rollouts))
                     rows = (initial_rows if dict(outcome.best_deltas) == dict(initial)
                             else per_question(evaluate(heldout, deltas=outcome.best_deltas)))
-                    row = {"seed": seed, "proposer": kind, "best_iteration":
+                    row = {"seed": seed, "proposer": arm, "best_iteration":
                            outcome.best_iteration, **summarize(rows, initial_rows,
                                                                settings.scoring)}
                     rows_json.append(row)
@@ -187,7 +196,7 @@ def main() -> None:
           f"{base['composite_ci95']}, correctness {base['correctness']} "
           f"{base['correctness_ci95']}", file=sys.stderr)
     for row in table:
-        print(f"seed {row['seed']} {row['proposer']:>9}: composite {row['composite']:.4f} "
+        print(f"seed {row['seed']} {row['proposer']:>16}: composite {row['composite']:.4f} "
               f"{row['composite_ci95']} correctness {row['correctness']:.3f} "
               f"{row['correctness_ci95']} gain {row['gain']:+.4f} {row['gain_ci95']}",
               file=sys.stderr)
