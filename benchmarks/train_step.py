@@ -50,6 +50,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--mixed-precision", default="no", choices=["no", "fp16", "bf16"])
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads per side (1: no OpenMP oversubscription on a "
+                             "shared CPU)")
     parser.add_argument("--trl-micro-batch", type=int, default=4,
                         help="GRPO sequences per forward/backward (gradient accumulation)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
@@ -190,6 +193,8 @@ def run_side(args) -> None:
     import torch
 
     torch.manual_seed(0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     settings = load_bench_settings(args)
     with tempfile.TemporaryDirectory() as scratch:
         model, tokenizer = load_model(args.model, Path(args.tokenizer), Path(scratch))
@@ -206,7 +211,7 @@ def spawn(args, side: str) -> dict:
     """Run one side in a fresh interpreter; return its JSON."""
     argv = [sys.executable, __file__, "--side", side, "--model", args.model,
             "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
-            "--mixed-precision", args.mixed_precision,
+            "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
             "--trl-micro-batch", str(args.trl_micro_batch)]
     for override in args.overrides:
         argv += ["--set", override]
@@ -250,7 +255,7 @@ def main(argv=None) -> int:
         "benchmark": "train_step", "model": args.model, "device": args.device,
         "mixed_precision": args.mixed_precision, "parameters": crsp[0]["parameters"],
         "vocab_size": SHAPES.get(args.model, {}).get("vocab_size"), "commit": commit,
-        "reps": args.reps, "steps_per_rep": args.steps,
+        "reps": args.reps, "steps_per_rep": args.steps, "threads": args.threads,
         "sequences_per_step": {"crsp": med(crsp, lambda r: median_of(r, "sequences")),
                                "grpo": med(grpo, lambda r: median_of(r, "sequences"))},
         "completion_tokens_per_step": {
