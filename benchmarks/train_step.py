@@ -243,8 +243,8 @@ def main(argv=None) -> int:
     grpo = [r["grpo"] for r in runs]
 
     def ratios(key: str) -> dict:
-        return summary([median_of(c, key) / median_of(g, key) for c, g in zip(crsp, grpo,
-                                                                             strict=True)], digits=3)
+        pairs = zip(crsp, grpo, strict=True)
+        return summary([median_of(c, key) / median_of(g, key) for c, g in pairs], digits=3)
 
     def med(results, fn, digits=3):
         return round(statistics.median(fn(r) for r in results), digits)
