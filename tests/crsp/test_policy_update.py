@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from crsp_ops.crsp.policy_update import micro_batches, token_logprobs
+from crsp_ops.crsp.policy_update import micro_batches, token_budget, token_logprobs
 
 
 def _model() -> LlamaForCausalLM:
@@ -36,3 +36,8 @@ def test_response_only_logits_equal_the_full_log_softmax():
     assert ours.shape == ids.shape
     assert ours[:, :5].eq(0).all()
     torch.testing.assert_close(ours[:, 5:], expected[:, 4:], rtol=1e-5, atol=1e-5)
+
+
+def test_token_budget_scales_with_depth_and_width():
+    model = _model()  # 2 layers x 32 hidden
+    assert token_budget(model, activation_budget=6400) == 100

@@ -43,7 +43,7 @@ class UpdateOptions:
     micro_batch_size: int
     update_epochs: int
     max_grad_norm: float  # 0: no clipping
-    micro_batch_tokens: int = 1024  # padded tokens per micro-batch (activation memory bound)
+    micro_batch_tokens: int = 0  # padded tokens per micro-batch; 0: ``token_budget(model)``
     on_policy: bool = False  # samples from the current weights: old log-probs = detached new
 
 
@@ -71,6 +71,19 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     # predictions for positions first..T-1, without a full-vocabulary float32 copy
     chosen = gathered_logprobs(logits[:, :-1], input_ids[:, first:], temperature=temperature)
     return F.pad(chosen, (first, 0))  # (B, T)
+
+
+ACTIVATION_BUDGET = 2**23  # tokens × layers × hidden per micro-batch: ~0.5 GB float32 activations
+
+
+def token_budget(model: Any, activation_budget: int = ACTIVATION_BUDGET) -> int:
+    """Padded tokens per micro-batch that keep ``tokens × layers × hidden`` under the budget.
+
+    SmolLM2-135M (30 × 576) gets 485 tokens, a 4 × 128 tiny model 16,384.
+    """
+    config = getattr(getattr(model, "module", model), "config", None)
+    width = getattr(config, "num_hidden_layers", 0) * getattr(config, "hidden_size", 0)
+    return max(1, activation_budget // width) if width else activation_budget
 
 
 def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
@@ -159,7 +172,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     role_list = list(roles)
     params = [p for p in model.parameters() if p.requires_grad]
     groups = micro_batches(batch.attention_mask.sum(1).tolist(), options.micro_batch_size,
-                           options.micro_batch_tokens)
+                           options.micro_batch_tokens or token_budget(model))
     current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
     for _ in range(options.update_epochs):
