@@ -28,8 +28,12 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--mixed-precision", default="no", choices=["no", "fp16", "bf16"])
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = parser.parse_args(argv)
+    import torch
     from torch.profiler import ProfilerActivity, profile
+
+    torch.set_num_threads(args.threads)
 
     settings = load_bench_settings(args)
     with tempfile.TemporaryDirectory() as scratch:
