@@ -1,9 +1,10 @@
 """Time 10,000 metric points through crsp_ops.tracking versus one mlflow.log_metric per point.
 
-Both run in one process, against the default sqlite store, in one MLflow run (different keys).
+Both run in one process, against the default sqlite store, in one MLflow run (different keys),
+in ``--reps`` interleaved repetitions (``paired``: median speedup with a 95% bootstrap interval).
 Prints one JSON line. Goal: the tracking module at least 20x faster.
 
-    python benchmarks/tracking_overhead.py [--points 10000]
+    python benchmarks/tracking_overhead.py [--points 10000] [--reps 3]
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from paired import interleaved, summary
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--points", type=int, default=10_000)
+    parser.add_argument("--points", type=int, default=10_000, help="points per side and rep")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
     args = parser.parse_args()
     os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
 
@@ -36,22 +40,35 @@ def main() -> None:
         sync_params(root)
         resolved = load_settings(root, env={})
         with start_run("benchmark", resolved) as tracker:
-            start = time.perf_counter()
-            for step in range(args.points):
-                tracker.log_metrics({"module_metric": step * 0.5}, step=step)
-            tracker.flush()
-            module_seconds = time.perf_counter() - start
-
             mlflow.set_tracking_uri(tracking_uri(resolved))
-            with mlflow.start_run(run_id=tracker.run_id):
+            offset = {"module": 0, "fluent": 0}
+
+            def module() -> float:
                 start = time.perf_counter()
-                for step in range(args.points):
-                    mlflow.log_metric("fluent_metric", step * 0.5, step=step)
-                fluent_seconds = time.perf_counter() - start
+                for step in range(offset["module"], offset["module"] + args.points):
+                    tracker.log_metrics({"module_metric": step * 0.5}, step=step)
+                tracker.flush()
+                offset["module"] += args.points
+                return time.perf_counter() - start
+
+            def fluent() -> float:
+                with mlflow.start_run(run_id=tracker.run_id):
+                    start = time.perf_counter()
+                    for step in range(offset["fluent"], offset["fluent"] + args.points):
+                        mlflow.log_metric("fluent_metric", step * 0.5, step=step)
+                    seconds = time.perf_counter() - start
+                offset["fluent"] += args.points
+                return seconds
+
+            pairs = interleaved(module, fluent, args.reps)
+        module_seconds = sorted(m for m, _ in pairs)[len(pairs) // 2]
+        fluent_seconds = sorted(f for _, f in pairs)[len(pairs) // 2]
+        speedup = summary([f / m for m, f in pairs], digits=2)
 
         client = mlflow.tracking.MlflowClient(tracking_uri(resolved))
         stored = len(client.get_metric_history(tracker.run_id, "module_metric"))
-        assert stored == args.points, f"only {stored} of {args.points} points stored"
+        expected = args.points * args.reps
+        assert stored == expected, f"only {stored} of {expected} points stored"
 
     print(
         json.dumps(
@@ -63,7 +80,9 @@ def main() -> None:
                 "log_metric_seconds": round(fluent_seconds, 3),
                 "module_points_per_s": round(args.points / module_seconds),
                 "log_metric_points_per_s": round(args.points / fluent_seconds),
-                "speedup": round(fluent_seconds / module_seconds, 1),
+                "reps": args.reps,
+                "speedup": speedup["ratio"],
+                "speedup_ci95": speedup["ci95"],
                 "goal_speedup": 20,
             }
         )

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
+from paired import interleaved, summary
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -49,6 +50,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=4, help="steps per run (first is warm-up)")
     parser.add_argument("--solver-samples", type=int, default=4, help="global, divided by N")
     parser.add_argument("--proposals", type=int, default=2, help="global, divided by N")
+    parser.add_argument("--reps", type=int, default=1,
+                        help="interleaved (1, N) repetitions; the ratio is their median")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--mixed-precision", default="no", choices=["no", "fp16", "bf16"])
     return parser.parse_args(argv)
@@ -105,14 +108,17 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(args.model) if args.model else tiny_model(Path(tmp) / "model")
-        one = run_training(Path(tmp) / "one", model, args, 1)
-        many = run_training(Path(tmp) / "many", model, args, args.processes)
+        pairs = interleaved(lambda: run_training(Path(tmp) / "one", model, args, 1),
+                            lambda: run_training(Path(tmp) / "many", model, args,
+                                                 args.processes), args.reps)
+    one, many = pairs[-1]
+    paired = summary([m["tokens_per_s"] / o["tokens_per_s"] for o, m in pairs], digits=3)
     print(json.dumps({
         "benchmark": "train_scaling", "device": args.device, "processes": args.processes,
         "steps_measured": args.steps - 1, "cpu_count": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 2),
         "one_process": one, f"{args.processes}_processes": many,
-        "ratio": round(many["tokens_per_s"] / one["tokens_per_s"], 3),
+        "reps": args.reps, "ratio": paired["ratio"], "ci95": paired["ci95"],
     }))
 
 

@@ -1,33 +1,40 @@
-"""CRSP self-play step time and tokens/s; prints one JSON line.
+"""CRSP step versus TRL's GRPO step, like for like; prints one JSON line.
 
-    python benchmarks/train_step.py --model models/base --steps 3            # tiny model, CPU
-    python benchmarks/train_step.py --model models/base --device cuda --random-init-0.5b \
-        --mixed-precision bf16                                               # GPU (untested)
+    python benchmarks/train_step.py --model tiny --steps 2 --reps 3            # CPU, ~minutes
+    python benchmarks/train_step.py --model smollm2-shape --steps 1 --reps 3
+    python benchmarks/train_step.py --model qwen2-0.5b-shape --device cuda --mixed-precision bf16
 
-Each measured step is a full self-play step (propose, sandbox validation, solve, critique,
-creativity grading, update) with the in-process backend; the first step is a warm-up and is
-not counted. Where TRL can be imported (``pip install -e .[bench]``), TRL's ``GRPOTrainer`` is
-timed in the same run on a fresh copy of the same model and tokenizer with the CRSP step's solve
-batch: the median number of tasks CRSP solved per step as prompts (CRSP's own solve prompts of
-the configured problem types' seed tasks), ``train.solver_samples`` generations per prompt,
-``train.max_new_tokens_solve`` as max completion length, the same learning rate, temperature
-and precision, a pure length reward, ``beta=0`` (no reference model), one update per batch, no
-vLLM; one warm-up step, then ``--steps`` timed steps. Without TRL, ``"trl": "unavailable"``.
-Comparability: a CRSP step also generates proposals and critiques and runs the sandbox, so it
-does more work per step than a GRPO step on its solve batch alone (see ``rollouts_per_step``
-beside ``trl_grpo_sequences_per_step``). Tokens/s counts, as CRSP does, generated plus trained
-(loss-masked) tokens.
+Like for like: both sides train the same model (``model_shapes``: the tiny model, or a random
+SmolLM2-135M / Qwen2-0.5B shape with a vocabulary of the real size) on the same prompts —
+CRSP's solve prompts of one seed task per configured problem type — with the same number of
+sequences (``train.solver_samples`` per prompt), the same completion-token budget
+(``train.max_new_tokens_solve``), temperature, learning rate and precision, one optimizer step
+per batch, no KL reference (GRPO ``beta=0``; CRSP's TR-RPG has none). The CRSP step runs
+solve-only (no proposals, no critiques) so the sequences are the same; it still scores every
+solution in the sandbox, while GRPO's reward is a pure length reward. Each side runs in a fresh
+subprocess (one warm-up step, then ``--steps`` timed steps), so its peak memory is its own:
+``ru_maxrss`` on CPU, ``max_memory_allocated`` on CUDA. Repetitions alternate the order of the
+sides; ratios are CRSP / GRPO per repetition, reported as a median with a 95% bootstrap
+interval (``paired``). Update-only time: the step minus its generation (and, for CRSP, the
+sandbox scoring); tokens/s counts generated plus trained tokens, as the trainer does.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from model_shapes import SHAPES, load_model
+from paired import summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -35,163 +42,237 @@ REPO = Path(__file__).resolve().parents[1]
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=str(REPO / "models" / "base"),
-                        help="HF model dir (tokenizer + chat template; weights unless 0.5B)")
-    parser.add_argument("--steps", type=int, default=3, help="measured steps (after a warm-up)")
-    parser.add_argument("--algorithm", default="trrpg", choices=["trrpg", "trrpp"])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"])
+    parser.add_argument("--model", default="tiny",
+                        help="tiny, smollm2-shape, qwen2-0.5b-shape, or an HF model dir")
+    parser.add_argument("--tokenizer", default=str(REPO / "models" / "base"),
+                        help="tokenizer dir (the tiny model's dir for --model tiny)")
+    parser.add_argument("--steps", type=int, default=2, help="timed steps per side and rep")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--mixed-precision", default="no", choices=["no", "fp16", "bf16"])
-    parser.add_argument("--random-init-0.5b", dest="random_05b", action="store_true",
-                        help="replace the weights by a random ~0.5B Llama (GPU case)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads per side (1: no OpenMP oversubscription on a "
+                             "shared CPU)")
+    parser.add_argument("--trl-micro-batch", type=int, default=4,
+                        help="GRPO sequences per forward/backward (gradient accumulation)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        help="extra section.key=value overrides")
+                        help="extra section.key=value overrides (both sides read them)")
+    parser.add_argument("--side", choices=["crsp", "grpo"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-def load_policy(args):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+def load_bench_settings(args):
+    """The project's settings with the benchmark's solve-only overrides."""
+    from crsp_ops.config import load_settings
 
-    tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
-    if not args.random_05b:
-        return AutoModelForCausalLM.from_pretrained(args.model, local_files_only=True), tokenizer
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=1024, intermediate_size=2816,
-                         num_hidden_layers=24, num_attention_heads=16, num_key_value_heads=4,
-                         max_position_embeddings=4096, tie_word_embeddings=False,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model, tokenizer
+    overrides = [f"train.steps={args.steps + 1}", "tracking.enabled=n",
+                 f"train.checkpoint_interval={10**6}", "train.proposals_per_step=0",
+                 "train.critiques_per_task=0", "train.tasks_per_type=1",
+                 f"train.mixed_precision={args.mixed_precision}", *args.overrides]
+    return load_settings(REPO, overrides).settings
 
 
-TRL_UNAVAILABLE = {"trl": "unavailable", "trl_grpo_step_s": None, "trl_grpo_tokens_per_s": None,
-                   "crsp_over_trl_step_time_ratio": None}
-
-
-def solve_prompts(problem_types, count: int) -> list[list[dict]]:
-    """``count`` CRSP solve conversations, cycling over the seed tasks of ``problem_types``."""
-    from crsp_ops.crsp.tasks import solve_messages, starter_tasks
+def bench_tasks(settings) -> list:
+    """One seed task per configured problem type: both sides' prompts."""
+    from crsp_ops.crsp.tasks import starter_tasks
     from crsp_ops.crsp.tasks.task_types import TaskType
 
-    tasks = [task for name in problem_types for task in starter_tasks(TaskType(name))]
-    return [solve_messages(tasks[i % len(tasks)]) for i in range(count)]
+    return [starter_tasks(TaskType(name))[0] for name in settings.crsp.problem_types]
 
 
-def trl_comparison(args, settings, prompts_per_step: int) -> dict:
-    """Time TRL's GRPOTrainer on the CRSP solve batch (see the module docstring)."""
-    try:
-        import trl
-        from trl import GRPOConfig, GRPOTrainer
-    except ImportError:
-        return dict(TRL_UNAVAILABLE)
+def peak_memory_gb(device: str) -> float:
+    """This process's peak: CUDA allocations on a GPU, resident set size on CPU."""
+    import torch
+
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def run_crsp(args, settings, model, tokenizer) -> dict:
+    """Warm-up + ``args.steps`` CRSP steps; per-step seconds, tokens and sequences."""
+    from crsp_ops.crsp.accelerator import make_accelerator
+    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.task_buffer import TaskBuffers
+
+    tasks = bench_tasks(settings)
+    sequences = len(tasks) * settings.train.solver_samples
+    generation = dataclasses.replace(settings.generation, batch_size=sequences)
+    accelerator = make_accelerator(args.mixed_precision, args.device)
+    steps = []
+    with tempfile.TemporaryDirectory() as out:
+        trainer = SelfPlayTrainer(
+            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                                               generation),
+            out_dir=out, accelerator=accelerator)
+        trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
+        try:
+            for _ in range(args.steps + 1):
+                metrics, _ = trainer.train_step()
+                trainer.step += 1
+                steps.append({"step_s": metrics["perf/step_time_s"],
+                              "generation_s": metrics["perf/generation_s"],
+                              "update_s": metrics["perf/update_s"],
+                              "completion_tokens": metrics["response_tokens"],
+                              "trained_tokens": metrics.get("trained_tokens", 0.0),
+                              "sequences": metrics.get("rollouts/count", 0.0)})
+        finally:
+            trainer.close()
+    return {"steps": steps[1:]}
+
+
+def run_grpo(args, settings, model, tokenizer) -> dict:
+    """Warm-up + ``args.steps`` GRPO optimizer steps on the same prompts and budget."""
     import contextlib
-    import time
 
     from datasets import Dataset
     from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from crsp_ops.crsp.tasks import solve_messages
 
     train = settings.train
-    generations = train.solver_samples
+    tasks = bench_tasks(settings)
+    sequences = len(tasks) * train.solver_samples
+    micro = min(args.trl_micro_batch, sequences)
+    if sequences % micro:
+        raise ValueError(f"--trl-micro-batch {micro} must divide {sequences} sequences")
     max_len = train.max_new_tokens_solve
-    step_tokens: list[int] = []  # generated completion tokens, one entry per step
+    steps: list[dict] = []
+    generation_marks: list[float] = []
 
     def length_reward(completions, completion_ids, **_):
-        step_tokens.append(sum(len(ids) for ids in completion_ids))
+        steps.append({"completion_tokens": float(sum(len(ids) for ids in completion_ids))})
         return [len(ids) / max_len for ids in completion_ids]
 
-    class StepClock(TrainerCallback):
-        def __init__(self):
-            self.marks: list[float] = []
+    class TimedGRPO(GRPOTrainer):
+        def _generate_and_score_completions(self, *a, **k):
+            start = time.perf_counter()
+            out = super()._generate_and_score_completions(*a, **k)
+            generation_marks.append(time.perf_counter() - start)
+            return out
 
-        def on_train_begin(self, *_, **__):
+    class StepClock(TrainerCallback):
+        marks: list[float] = []
+
+        def on_step_begin(self, *_, **__):
             self.marks.append(time.perf_counter())
 
         def on_step_end(self, *_, **__):
             self.marks.append(time.perf_counter())
 
-    total_steps = args.steps + 1
-    rows = solve_prompts(settings.crsp.problem_types, prompts_per_step) * total_steps
-    model, tokenizer = load_policy(args)
     clock = StepClock()
+    rows = [{"prompt": solve_messages(task)} for task in tasks] * (args.steps + 1)
     with tempfile.TemporaryDirectory() as out:
         config = GRPOConfig(
             output_dir=out, report_to="none", use_vllm=False, use_cpu=args.device == "cpu",
             bf16=args.mixed_precision == "bf16", fp16=args.mixed_precision == "fp16",
-            per_device_train_batch_size=prompts_per_step * generations,
-            gradient_accumulation_steps=1, steps_per_generation=1, num_iterations=1,
-            num_generations=generations, max_completion_length=max_len,
-            temperature=train.temperature, beta=0.0, learning_rate=train.learning_rate,
-            weight_decay=train.weight_decay, max_grad_norm=train.max_grad_norm,
-            lr_scheduler_type="constant", warmup_steps=0, max_steps=total_steps,
-            gradient_checkpointing=False, shuffle_dataset=False, save_strategy="no",
-            logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=settings.crsp.seed, dataloader_num_workers=0)
-        trainer = GRPOTrainer(
-            model=model, reward_funcs=length_reward, args=config, processing_class=tokenizer,
-            train_dataset=Dataset.from_list([{"prompt": p} for p in rows]), callbacks=[clock])
+            per_device_train_batch_size=micro, gradient_accumulation_steps=sequences // micro,
+            num_generations=train.solver_samples, max_completion_length=max_len,
+            temperature=train.temperature, top_k=0, top_p=1.0, beta=0.0,
+            learning_rate=train.learning_rate, weight_decay=train.weight_decay,
+            max_grad_norm=train.max_grad_norm, lr_scheduler_type="constant", warmup_steps=0,
+            max_steps=args.steps + 1, num_iterations=1, gradient_checkpointing=False,
+            shuffle_dataset=False, save_strategy="no", logging_steps=10**6, disable_tqdm=True,
+            log_completions=False, seed=settings.crsp.seed, dataloader_num_workers=0)
+        trainer = TimedGRPO(model=model, reward_funcs=length_reward, args=config,
+                            processing_class=tokenizer, callbacks=[clock],
+                            train_dataset=Dataset.from_list(rows))
         with contextlib.redirect_stdout(sys.stderr):  # keep stdout to the one JSON line
             trainer.train()
-    durations = [b - a for a, b in zip(clock.marks, clock.marks[1:], strict=False)]
-    measured = list(zip(durations, step_tokens, strict=False))[1:]
-    if not measured:
-        return {**TRL_UNAVAILABLE, "trl": trl.__version__, "trl_error": "no step measured"}
-    step_s = statistics.median(d for d, _ in measured)
-    # like CRSP's tokens/s: generated tokens + trained (loss-masked completion) tokens
-    tokens_per_s = statistics.median(2 * tokens / d for d, tokens in measured)
-    return {"trl": trl.__version__, "trl_grpo_step_s": round(step_s, 4),
-            "trl_grpo_tokens_per_s": round(tokens_per_s, 2),
-            "trl_grpo_steps_measured": len(measured),
-            "trl_grpo_prompts_per_step": prompts_per_step,
-            "trl_grpo_num_generations": generations,
-            "trl_grpo_sequences_per_step": prompts_per_step * generations,
-            "trl_grpo_max_completion_length": max_len,
-            "trl_grpo_completion_tokens_per_step": statistics.median(t for _, t in measured)}
+    for index, step in enumerate(steps):
+        begin, end = clock.marks[2 * index], clock.marks[2 * index + 1]
+        step.update(step_s=end - begin, generation_s=generation_marks[index],
+                    update_s=end - begin - generation_marks[index], sequences=float(sequences),
+                    trained_tokens=step["completion_tokens"])
+    return {"steps": steps[1:], "micro_batch": micro}
+
+
+def run_side(args) -> None:
+    """Child process: one side's steps and peak memory as one JSON line."""
+    import torch
+
+    torch.manual_seed(0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = load_bench_settings(args)
+    with tempfile.TemporaryDirectory() as scratch:
+        model, tokenizer = load_model(args.model, Path(args.tokenizer), Path(scratch))
+        if args.device == "cuda":
+            model = model.to("cuda")
+        result = (run_crsp if args.side == "crsp" else run_grpo)(args, settings, model,
+                                                                  tokenizer)
+    result["parameters"] = sum(p.numel() for p in model.parameters())
+    result["peak_memory_gb"] = peak_memory_gb(args.device)
+    print(json.dumps(result))
+
+
+def spawn(args, side: str) -> dict:
+    """Run one side in a fresh interpreter; return its JSON."""
+    argv = [sys.executable, __file__, "--side", side, "--model", args.model,
+            "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
+            "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
+            "--trl-micro-batch", str(args.trl_micro_batch)]
+    for override in args.overrides:
+        argv += ["--set", override]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{side} side failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def median_of(result: dict, key: str) -> float:
+    return statistics.median(step[key] for step in result["steps"])
+
+
+def tokens_per_s(result: dict) -> float:
+    return statistics.median((s["completion_tokens"] + s["trained_tokens"]) / s["step_s"]
+                             for s in result["steps"])
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from crsp_ops.config import load_settings
-    from crsp_ops.crsp.accelerator import make_accelerator
-    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    if args.side:
+        run_side(args)
+        return 0
+    runs = []
+    for rep in range(args.reps):
+        order = ("crsp", "grpo") if rep % 2 == 0 else ("grpo", "crsp")
+        runs.append({side: spawn(args, side) for side in order})
+    crsp = [r["crsp"] for r in runs]
+    grpo = [r["grpo"] for r in runs]
 
-    overrides = [f"train.steps={args.steps + 1}", f"train.algorithm={args.algorithm}",
-                 "tracking.enabled=n", f"train.checkpoint_interval={10**6}", *args.overrides]
-    settings = load_settings(REPO, overrides).settings
-    model, tokenizer = load_policy(args)
-    params = sum(p.numel() for p in model.parameters())
-    accelerator = make_accelerator(args.mixed_precision, args.device)
-    with tempfile.TemporaryDirectory() as out:
-        trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                             settings.generation),
-            out_dir=out, accelerator=accelerator)
-        records = []
-        try:
-            for _ in range(args.steps + 1):
-                metrics, _ = trainer.train_step()
-                trainer.step += 1
-                records.append(metrics)
-        finally:
-            trainer.close()
-    measured = records[1:] or records
-    step_s = statistics.median(m["perf/step_time_s"] for m in measured)
+    def ratios(key: str) -> dict:
+        pairs = zip(crsp, grpo, strict=True)
+        return summary([median_of(c, key) / median_of(g, key) for c, g in pairs], digits=3)
+
+    def med(results, fn, digits=3):
+        return round(statistics.median(fn(r) for r in results), digits)
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
     result = {
-        "benchmark": "train_step", "algorithm": args.algorithm, "device": str(accelerator.device),
-        "mixed_precision": args.mixed_precision, "model_parameters": params,
-        "steps_measured": len(measured), "step_time_s": round(step_s, 4),
-        "generation_s": round(statistics.median(m["perf/generation_s"] for m in measured), 4),
-        "update_s": round(statistics.median(m.get("perf/update_s", 0.0) for m in measured), 4),
-        "tokens_per_s": round(statistics.median(m["perf/tokens_per_s"] for m in measured), 2),
-        "rollouts_per_step": statistics.median(m.get("rollouts/count", 0) for m in measured),
-        "solve_tasks_per_step": statistics.median(
-            m.get("tasks/solved_per_step", 0) for m in measured),
+        "benchmark": "train_step", "model": args.model, "device": args.device,
+        "mixed_precision": args.mixed_precision, "parameters": crsp[0]["parameters"],
+        "vocab_size": SHAPES.get(args.model, {}).get("vocab_size"), "commit": commit,
+        "reps": args.reps, "steps_per_rep": args.steps, "threads": args.threads,
+        "sequences_per_step": {"crsp": med(crsp, lambda r: median_of(r, "sequences")),
+                               "grpo": med(grpo, lambda r: median_of(r, "sequences"))},
+        "completion_tokens_per_step": {
+            "crsp": med(crsp, lambda r: median_of(r, "completion_tokens")),
+            "grpo": med(grpo, lambda r: median_of(r, "completion_tokens"))},
+        "grpo_micro_batch": grpo[0]["micro_batch"],
+        "crsp_step_s": med(crsp, lambda r: median_of(r, "step_s")),
+        "grpo_step_s": med(grpo, lambda r: median_of(r, "step_s")),
+        "crsp_update_s": med(crsp, lambda r: median_of(r, "update_s")),
+        "grpo_update_s": med(grpo, lambda r: median_of(r, "update_s")),
+        "step_ratio": ratios("step_s"), "update_ratio": ratios("update_s"),
+        "crsp_tokens_per_s": med(crsp, tokens_per_s, 1),
+        "grpo_tokens_per_s": med(grpo, tokens_per_s, 1),
+        "crsp_peak_memory_gb": med(crsp, lambda r: r["peak_memory_gb"]),
+        "grpo_peak_memory_gb": med(grpo, lambda r: r["peak_memory_gb"]),
+        "peak_memory": "max_memory_allocated" if args.device == "cuda" else "ru_maxrss",
     }
-    prompts = max(1, round(result["solve_tasks_per_step"]))
-    result.update(trl_comparison(args, settings, prompts))
-    if result["trl_grpo_step_s"]:
-        result["crsp_over_trl_step_time_ratio"] = round(step_s / result["trl_grpo_step_s"], 3)
     print(json.dumps(result))
     return 0
 

@@ -94,3 +94,18 @@ def test_uniform_deltas_never_move_the_argmax_in_reduced_precision(dtype, batch)
     if dtype == torch.bfloat16:  # the reduced-precision add this replaces does move it
         shifted = scores + torch.tensor(11.0, dtype=dtype)
         assert shifted[0].argmax() == 3 and scores[0].argmax() == 5
+
+
+@pytest.mark.parametrize("batch", [1, 8, 16])
+def test_in_place_processor_adds_into_float32_scores_without_a_copy(batch):
+    from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
+
+    generator = torch.Generator().manual_seed(batch)
+    table = torch.randint(0, 4, (64,), generator=generator)
+    scores = torch.randn(batch, 70, generator=generator)  # padded beyond the table
+    expected = ClusterBiasLogitsProcessor(table, [0.5, -1.0, 2.0, 0.0])(None, scores)
+    assert expected is not scores
+    uniform = ClusterBiasLogitsProcessor(table, [3.3] * 4, in_place=True)
+    out = ClusterBiasLogitsProcessor(table, [0.5, -1.0, 2.0, 0.0], in_place=True)(None, scores)
+    assert out is scores and torch.equal(out, expected)
+    assert torch.equal(uniform(None, scores.clone()).argmax(-1), out.argmax(-1))

@@ -4,6 +4,14 @@ Log-probs of the current policy are computed on the padded ``TrainingBatch`` wit
 divided by the sampling temperature whenever the behaviour log-probs are ``processed`` (they
 then include the temperature), so an on-policy ratio is exactly 1 and the importance weights
 measure only real staleness (a server serving older weights, or a second update epoch).
+With in-process (on-policy) generation the first epoch's detached log-probs replace the
+sampler's: the ratio is exactly 1 there, with no second forward.
+
+Cost and memory (issue 15's profile): rows are sorted by length and packed into micro-batches
+of at most ``micro_batch_size`` rows and ``micro_batch_tokens`` padded tokens, so activation
+memory is bounded whatever the rollout lengths; the model computes logits only from the
+micro-batch's first response position on (``logits_to_keep``: prompt positions never reach the
+vocabulary projection), and the chosen log-probs are a gather minus a chunked logsumexp.
 Micro-batches accumulate gradients; each micro loss is weighted by its share of the step's
 response tokens, so the result equals one token-mean over the whole step.
 
@@ -42,6 +50,8 @@ class UpdateOptions:
     micro_batch_size: int
     update_epochs: int
     max_grad_norm: float  # 0: no clipping
+    micro_batch_tokens: int = 0  # padded tokens per micro-batch; 0: ``token_budget(model)``
+    on_policy: bool = False  # samples from the current weights: old log-probs = detached new
 
 
 def policy_temperature(logprob_semantics: str, sampling_temperature: float) -> float:
@@ -54,19 +64,53 @@ def policy_temperature(logprob_semantics: str, sampling_temperature: float) -> f
 
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float) -> torch.Tensor:
+                   temperature: float, *, first: int = 1) -> torch.Tensor:
     """``logp[b, t] = log π(input_ids[b, t] | input_ids[b, :t])``, position-aligned, ``(B, T)``.
 
-    Position 0 has no prediction and gets 0 (it is a prompt token, masked out anyway).
+    Only positions ``t >= first`` are scored (earlier ones get 0): the model projects to the
+    vocabulary only the hidden states that predict them (``logits_to_keep``). Position 0 has
+    no prediction, so ``first >= 1``.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits  # (B, T, V)
-    # predictions for positions 1..T-1, without a full-vocabulary float32 copy
-    chosen = gathered_logprobs(logits[:, :-1], input_ids[:, 1:], temperature=temperature)
-    return F.pad(chosen, (1, 0))  # (B, T)
+    width = input_ids.shape[1]
+    first = min(max(first, 1), width)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask,
+                   logits_to_keep=width - first + 1).logits  # (B, T-first+1, V)
+    # predictions for positions first..T-1, without a full-vocabulary float32 copy
+    chosen = gathered_logprobs(logits[:, :-1], input_ids[:, first:], temperature=temperature)
+    return F.pad(chosen, (first, 0))  # (B, T)
 
 
-def _micro_slices(size: int, micro: int) -> list[slice]:
-    return [slice(start, min(start + micro, size)) for start in range(0, size, micro)]
+ACTIVATION_BUDGET = 2**23  # tokens × layers × hidden per micro-batch: ~0.5 GB float32 activations
+
+
+def token_budget(model: Any, activation_budget: int = ACTIVATION_BUDGET) -> int:
+    """Padded tokens per micro-batch that keep ``tokens × layers × hidden`` under the budget.
+
+    SmolLM2-135M (30 × 576) gets 485 tokens, a 4 × 128 tiny model 16,384.
+    """
+    config = getattr(getattr(model, "module", model), "config", None)
+    width = getattr(config, "num_hidden_layers", 0) * getattr(config, "hidden_size", 0)
+    return max(1, activation_budget // width) if width else activation_budget
+
+
+def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
+    """Row indices grouped by length: at most ``max_rows`` rows and ``max_tokens`` padded tokens.
+
+    A row longer than ``max_tokens`` gets a micro-batch of its own.
+
+    >>> micro_batches([5, 1, 4, 2], max_rows=3, max_tokens=8)
+    [[1, 3], [2], [0]]
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    groups: list[list[int]] = []
+    for index in order:
+        group = groups[-1] if groups else None
+        # sorted ascending: the newcomer is the longest, so it sets the padded width
+        if group and len(group) < max_rows and (len(group) + 1) * lengths[index] <= max_tokens:
+            group.append(index)
+        else:
+            groups.append([index])
+    return groups
 
 
 def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
@@ -94,21 +138,33 @@ def _idle_pass(model, accelerator) -> None:
 
 
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
-              temperature: float, scale: float) -> dict[str, float]:
+              temperature: float, scale: float, groups: list[list[int]],
+              current: dict[int, torch.Tensor]) -> dict[str, float]:
+    """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass."""
     total = float(batch.loss_mask.sum().clamp(min=1))
+    lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
     parts = []
-    slices = _micro_slices(batch.input_ids.shape[0], options.micro_batch_size)
-    for index, rows in enumerate(slices):
-        device = accelerator.device
-        mask = batch.loss_mask[rows].to(device)  # (b, T)
-        weight = float(mask.sum()) / total
-        sync = accelerator.no_sync(model) if index < len(slices) - 1 else nullcontext()
+    device = accelerator.device
+    for index, group in enumerate(groups):
+        rows = torch.tensor(group)
+        width = int(lengths[rows].max())
+        mask_host = batch.loss_mask[rows, :width]  # (b, t)
+        responding = mask_host.any(0).nonzero()
+        first = int(responding[0]) if len(responding) else width
+        weight = float(mask_host.sum()) / total
+        mask = mask_host.to(device)
+        sync = accelerator.no_sync(model) if index < len(groups) - 1 else nullcontext()
         with sync, accelerator.autocast():
-            logp_new = token_logprobs(model, batch.input_ids[rows].to(device),
-                                      batch.attention_mask[rows].to(device), temperature)
+            logp_new = token_logprobs(model, batch.input_ids[rows, :width].to(device),
+                                      batch.attention_mask[rows, :width].to(device),
+                                      temperature, first=first)
+            if options.on_policy and index not in current:
+                current[index] = logp_new.detach()  # ratio exactly 1 on the first epoch
+            old = current[index] if options.on_policy else \
+                batch.old_logprobs[rows, :width].to(device)
             loss, metrics = policy_loss(
-                options.algorithm, logp_new, batch.old_logprobs[rows].to(device),
-                advantages[rows].to(device), mask, roles[rows], betas=options.betas,
+                options.algorithm, logp_new, old, advantages[rows].to(device), mask,
+                [roles[i] for i in group], betas=options.betas,
                 log_ratio_clamp=options.log_ratio_clamp, ratio_clip=options.ratio_clip)
             accelerator.backward(loss * (weight * scale))
         parts.append((weight, metrics))
@@ -151,6 +207,10 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
                                         eps=options.advantage_eps)  # (B,)
     role_list = list(roles)
     params = [p for p in model.parameters() if p.requires_grad]
+    groups = [] if batch is None else micro_batches(
+        batch.attention_mask.sum(1).tolist(), options.micro_batch_size,
+        options.micro_batch_tokens or token_budget(model))
+    current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
     for _ in range(options.update_epochs):
         optimizer.zero_grad(set_to_none=True)
@@ -158,7 +218,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
             _idle_pass(model, accelerator)
         else:
             metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
-                                temperature, scale)
+                                temperature, scale, groups, current)
         if options.max_grad_norm > 0:
             norm = accelerator.clip_grad_norm_(params, options.max_grad_norm)
         else:

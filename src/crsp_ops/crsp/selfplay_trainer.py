@@ -26,7 +26,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,9 @@ class SelfPlayTrainer:
         self.heldout_math = list(heldout_math)[: settings.train.eval_math_tasks]
         self.context = InferenceContext(tokenizer, logprob_semantics="processed")
         self.generation = generation or self._default_generation()
+        # in-process samples come from the very weights being trained: ratio exactly 1
+        self.update_options = replace(
+            self.update_options, on_policy=isinstance(self.generation, InProcessGeneration))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     # ---- setup ---------------------------------------------------------------------------

@@ -29,6 +29,9 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         deltas: ``(K,)`` per-cluster deltas shared by every row, or ``(B, K)`` one row per
             batch row (B must then equal the number of score rows, e.g. batch × beams).
         n_clusters: number of cluster ids K; defaults to the length of a deltas row.
+        in_place: add into float32 scores in place (no per-step allocation). Only when
+            nothing else keeps the scores tensor: ``generate(output_logits=True)`` stores the
+            same tensor as the raw logits, which must stay unsteered.
     """
 
     def __init__(
@@ -36,6 +39,8 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         token_clusters: np.ndarray | torch.Tensor | Sequence[int],
         deltas: Sequence[float] | Sequence[Sequence[float]] | torch.Tensor | np.ndarray,
         n_clusters: int | None = None,
+        *,
+        in_place: bool = False,
     ):
         rows = np.asarray(deltas, dtype=np.float64)
         if rows.ndim not in (1, 2):
@@ -43,6 +48,7 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         self._per_row = rows.ndim == 2
         self._rows = [tuple(row) for row in np.atleast_2d(rows).tolist()]
         self._core = ClusterBias(token_clusters, n_clusters or rows.shape[-1])
+        self._in_place = in_place
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """Return ``scores (B, W)`` plus the bias, as float32 on the scores' device.
@@ -58,6 +64,9 @@ class ClusterBiasLogitsProcessor(LogitsProcessor):
         bias = self._core.bias_for(self._rows, device=scores.device, dtype=torch.float32)
         if bias is None:
             return scores
-        # Not in place: generate() stores the same tensor as the raw logits (output_logits=True)
-        # after calling the processors, and those must stay unsteered.
+        # The bias is a cached float32 row on the scores' device: one add, no host sync.
+        if self._in_place and scores.dtype == torch.float32:
+            return add_bias_(scores, bias)
+        # else a float32 copy: generate() stores the same tensor as the raw logits
+        # (output_logits=True) after calling the processors, and those must stay unsteered.
         return add_bias_(scores.to(torch.float32, copy=True), bias)
