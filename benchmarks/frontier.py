@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from proposers import DEFAULT_PROJECT, Harness, embedded_default
+from proposers import Harness, add_harness_args, embedded_default
 
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.evaluation.intervals import composite_interval, proportion_interval
@@ -79,11 +79,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budget", type=int, default=96, help="answers generated per search")
-    parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        help="section.key=value for the searches")
-    parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[],
-                        help="section.key=value for building the stages (first run only)")
+    add_harness_args(parser)
     args = parser.parse_args()
 
     harness = Harness(embedded_default(args.project, args.stage_overrides), args.overrides)

@@ -31,6 +31,15 @@ STAGES = (
 )
 
 
+def add_harness_args(parser: argparse.ArgumentParser) -> None:
+    """``--project``, ``--set`` (the searches) and ``--stage-set`` (building the stages)."""
+    parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="section.key=value for the searches")
+    parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[],
+                        help="section.key=value for building the stages (first run only)")
+
+
 def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
     """Build (once) a project with the stage outputs of the embedded defaults.
 
@@ -128,11 +137,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--iterations", type=int, default=8)
-    parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        help="section.key=value for the evolution runs")
-    parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[],
-                        help="section.key=value for building the stages (first run only)")
+    add_harness_args(parser)
     args = parser.parse_args()
 
     from crsp_ops.evolve.iteration import score_dict
