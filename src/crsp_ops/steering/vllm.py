@@ -67,6 +67,21 @@ def validate_steer_params(sampling_params: Any) -> None:
         deltas_from_extra_args(extra_args, cluster_bias_from_env().n_clusters)
 
 
+def cluster_bias_for_model(vllm_config: Any) -> ClusterBias:
+    """The table from ``CRSP_STEER_TOKEN_CLUSTERS``, checked against the served vocabulary.
+
+    Shared by the V1 and V2 processors' constructors.
+    """
+    core = cluster_bias_from_env()
+    model_vocab = vllm_config.model_config.get_vocab_size()
+    if core.vocab_size > model_vocab:
+        raise ValueError(
+            f"token→cluster table has {core.vocab_size} entries but the model's "
+            f"vocabulary has {model_vocab}: the table was built for another tokenizer"
+        )
+    return core
+
+
 class SlotSteering:
     """Per-slot deltas of vLLM's persistent batch and the bias they imply.
 
@@ -131,13 +146,7 @@ if LogitsProcessor is not None:
             validate_steer_params(sampling_params)
 
         def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool):
-            core = cluster_bias_from_env()
-            model_vocab = vllm_config.model_config.get_vocab_size()
-            if core.vocab_size > model_vocab:
-                raise ValueError(
-                    f"token→cluster table has {core.vocab_size} entries but the model's "
-                    f"vocabulary has {model_vocab}: the table was built for another tokenizer"
-                )
+            core = cluster_bias_for_model(vllm_config)
             self._steering = SlotSteering(core)
 
         def is_argmax_invariant(self) -> bool:

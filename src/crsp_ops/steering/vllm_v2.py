@@ -40,9 +40,12 @@ from crsp_ops.steering.bias import (
     ClusterBias,
     add_bias_,
     bias_rows,
-    cluster_bias_from_env,
 )
-from crsp_ops.steering.vllm import deltas_from_extra_args, validate_steer_params
+from crsp_ops.steering.vllm import (
+    cluster_bias_for_model,
+    deltas_from_extra_args,
+    validate_steer_params,
+)
 
 try:
     from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
@@ -119,13 +122,7 @@ if V2LogitsProcessor is not None:
             validate_steer_params(sampling_params)
 
         def __init__(self, vllm_config: Any, req_states: Any):
-            core = cluster_bias_from_env()
-            model_vocab = vllm_config.model_config.get_vocab_size()
-            if core.vocab_size > model_vocab:
-                raise ValueError(
-                    f"token→cluster table has {core.vocab_size} entries but the model's "
-                    f"vocabulary has {model_vocab}: the table was built for another tokenizer"
-                )
+            core = cluster_bias_for_model(vllm_config)
             self._slots = SlotDeltas(core, req_states.max_num_reqs, req_states.device)
 
         def is_argmax_invariant(self) -> bool:
