@@ -270,6 +270,53 @@ def test_steering_changes_output_and_logprob_semantics(steered, conversations, g
     assert greedy[0].finish_reason == "stop"
 
 
+def top_p_logprobs(logits: torch.Tensor, chosen: torch.Tensor, top_p: float) -> np.ndarray:
+    """log-softmax at ``chosen`` after keeping the smallest top-probability set of mass top_p."""
+    probs = torch.softmax(logits, dim=-1)  # (R, V)
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    outside = (sorted_probs.cumsum(-1) - sorted_probs) >= top_p  # mass before it already >= p
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, ~outside)
+    kept = torch.log_softmax(logits.masked_fill(~keep, float("-inf")), dim=-1)
+    return kept.gather(1, chosen[:, None])[:, 0].numpy()
+
+
+def test_steered_top_p_sampling_records_what_was_sampled_from(steered, conversations):
+    # processed = log softmax(top_p((z + bias) / T)) at the sampled token; raw = log softmax(z)
+    deltas, temperature, top_p = [-1.5, 0.25], 0.8, 0.9
+    params = SamplingParams(max_new_tokens=24, temperature=temperature, top_p=top_p, seed=3)
+    bias = torch.tensor(deltas)[torch.as_tensor(steered.token_clusters)]  # (V,)
+    for completion in steered.generate(conversations, params, deltas=deltas):
+        prompt, response = list(completion.prompt_token_ids), list(completion.token_ids)
+        ids = torch.tensor([prompt + response])
+        with torch.inference_mode():
+            logits = steered.model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+        chosen = ids[0, len(prompt):]
+        np.testing.assert_allclose(
+            completion.extra["processed_logprobs"],
+            top_p_logprobs((logits + bias) / temperature, chosen, top_p), atol=1e-4)
+        np.testing.assert_allclose(
+            completion.extra["raw_logprobs"],
+            torch.log_softmax(logits, -1).gather(1, chosen[:, None])[:, 0].numpy(), atol=1e-4)
+
+
+def test_generation_keeps_no_per_step_scores(steered, conversations, monkeypatch):
+    # full-vocabulary scores per generated token are what made generation memory grow with
+    # length; the recorders keep one step, so generate() must not be asked for them
+    seen = []
+    original = steered.model.generate
+
+    def spy(*args, **kwargs):
+        config = kwargs["generation_config"]
+        seen.append((config.output_scores, config.output_logits))
+        output = original(*args, **kwargs)
+        assert getattr(output, "scores", None) is None and getattr(output, "logits", None) is None
+        return output
+
+    monkeypatch.setattr(steered.model, "generate", spy)
+    steered.generate(conversations, SamplingParams(8, 0.7, 0.9, seed=0), deltas=[0.5, 0.0])
+    assert seen and all(not scores and not logits for scores, logits in seen)
+
+
 def test_deltas_are_validated(backend, steered, conversations):
     with pytest.raises(ValueError, match="without token_clusters"):
         backend.generate(conversations, GREEDY, deltas=[0.0, 0.0])

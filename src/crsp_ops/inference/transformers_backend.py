@@ -3,12 +3,15 @@
 Prompt ids come from :func:`crsp_ops.inference.hf_chat.encode_chat`, the function the
 InferenceContext uses, so the ids fed to the model are the ids a rollout records.
 
-Logprobs: at each step ``generate`` exposes the raw logits (``output_logits``: the policy at
-temperature 1, no steering) and the processed scores (``output_scores``: after the steering
-processor and, when sampling, temperature and top-p, i.e. the distribution actually sampled
-from). Both are gathered at the chosen token; the backend's ``logprob_semantics`` picks which
-fills ``Completion.logprobs``, and both are kept in ``Completion.extra`` (``raw_logprobs``,
-``processed_logprobs``). Greedy unsteered decoding makes the two equal.
+Logprobs: two ``ChosenTokenLogprobs`` recorders sit in the processor chain, one before the
+steering processor (raw: the policy at temperature 1, unsteered) and one after temperature and
+top-p (processed: the distribution actually sampled from). Each keeps one step of scores and
+stores only the chosen token's log-probability, so generation holds ``(B, V)`` scores for one
+step, never one per generated token; the steering bias is added in place on the float32 scores
+``generate`` hands to the processors. The backend's ``logprob_semantics`` picks which fills
+``Completion.logprobs``; both are kept in ``Completion.extra`` (``raw_logprobs``,
+``processed_logprobs``). Greedy unsteered decoding makes the two equal. Processors that the
+model's own generation config declares (a repetition penalty, say) run before both recorders.
 
 :func:`completion_to_choice` renders a completion as an OpenAI-shaped chat choice (with vLLM's
 ``token_ids``/``prompt_token_ids``) so rollouts from any backend go through one code path.
@@ -24,8 +27,17 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    GenerationConfig,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from crsp_ops.inference.backend import GenerationBackend, Message
+from crsp_ops.inference.chosen_logprobs import ChosenTokenLogprobs
 from crsp_ops.inference.completions import Completion, SamplingParams
 from crsp_ops.inference.hf_chat import encode_chat
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
@@ -124,8 +136,6 @@ class TransformersBackend(GenerationBackend):
             dtype: torch dtype name, or ``auto`` for the checkpoint's own.
             **kwargs: forwarded to the constructor (``token_clusters``, ``logprob_semantics``...).
         """
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         path = Path(model_dir)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a saved HF model directory (no config.json)")
@@ -167,15 +177,14 @@ class TransformersBackend(GenerationBackend):
             raise ValueError("deltas given but this backend was built without token_clusters")
         if len(deltas) != self.n_clusters:
             raise ValueError(f"{len(deltas)} deltas for a table of {self.n_clusters} clusters")
-        # imported lazily: steering is optional for plain generation
-
-        return [ClusterBiasLogitsProcessor(self.token_clusters, deltas, n_clusters=self.n_clusters)]
+        # in place: the raw recorder before it keeps its own copy, and generate() stores no
+        # scores (output_scores/output_logits off), so nothing else sees the unsteered tensor
+        return [ClusterBiasLogitsProcessor(self.token_clusters, deltas, n_clusters=self.n_clusters,
+                                           in_place=True)]
 
     def _generate_batch(
-        self, prompts: list[list[int]], params: SamplingParams, processors: list[Any]
+        self, prompts: list[list[int]], params: SamplingParams, steering: list[Any]
     ) -> list[Completion]:
-        from transformers import GenerationConfig, LogitsProcessorList
-
         if self.model is None:
             raise RuntimeError("generate() after close()")
         width = max(len(p) for p in prompts)
@@ -184,34 +193,39 @@ class TransformersBackend(GenerationBackend):
         for row, prompt in enumerate(prompts):  # left padding: every prompt ends at column P-1
             input_ids[row, width - len(prompt) :] = torch.tensor(prompt)
             attention_mask[row, width - len(prompt) :] = 1
-        # top_k=0 switches off HF's default top-k of 50, which vLLM and SGLang do not apply
-        sampling = (
-            {"do_sample": False, "temperature": 1.0, "top_p": 1.0}
-            if params.greedy
-            else {"do_sample": True, "temperature": params.temperature, "top_p": params.top_p,
-                  "top_k": 0}
-        )
+        raw = ChosenTokenLogprobs(copy=bool(steering))  # steering adds in place after it
+        processed = ChosenTokenLogprobs(copy=False)  # the last processor: nothing changes it
+        # Temperature and top-p are passed as processors (the config's own stay neutral) so the
+        # processed recorder can follow them; top_k=0 switches off HF's default top-k of 50,
+        # which vLLM and SGLang do not apply.
+        warpers: list[Any] = []
+        if not params.greedy and params.temperature != 1.0:
+            warpers.append(TemperatureLogitsWarper(params.temperature))
+        if not params.greedy and params.top_p < 1.0:
+            warpers.append(TopPLogitsWarper(params.top_p))
         config = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             eos_token_id=list(self.stop_ids),
             pad_token_id=self.pad_id,
             return_dict_in_generate=True,
-            output_scores=True,
-            output_logits=True,
-            **sampling,
+            do_sample=not params.greedy,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
         )
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 generation_config=config,
-                logits_processor=LogitsProcessorList(processors),
+                logits_processor=LogitsProcessorList([raw, *steering, *warpers, processed]),
             )
         new_tokens = output.sequences[:, width:]  # (B, S)
-        processed = _chosen_logprobs(output.scores, new_tokens)  # (B, S)
-        raw = _chosen_logprobs(output.logits, new_tokens)  # (B, S)
+        processed_logprobs = processed.logprobs(new_tokens)  # (B, S)
+        raw_logprobs = raw.logprobs(new_tokens)  # (B, S)
         return [
-            self._completion(prompt, new_tokens[row].tolist(), raw[row], processed[row], params)
+            self._completion(prompt, new_tokens[row].tolist(), raw_logprobs[row],
+                             processed_logprobs[row], params)
             for row, prompt in enumerate(prompts)
         ]
 
@@ -237,15 +251,6 @@ class TransformersBackend(GenerationBackend):
             logprob_semantics=self.logprob_semantics,
             extra={"raw_logprobs": raw_logprobs, "processed_logprobs": processed_logprobs},
         )
-
-
-def _chosen_logprobs(step_scores: Sequence[torch.Tensor], chosen: torch.Tensor) -> np.ndarray:
-    """Log-softmax of each step's scores at the chosen token: (B, S) float32 numpy."""
-    columns = [
-        torch.log_softmax(scores.float(), dim=-1).gather(1, chosen[:, step : step + 1])  # (B, 1)
-        for step, scores in enumerate(step_scores)
-    ]
-    return torch.cat(columns, dim=1).cpu().numpy().astype(np.float32)  # (B, S)
 
 
 def completion_to_choice(completion: Completion, tokenizer: Any, index: int = 0) -> dict:
