@@ -8,9 +8,16 @@ measured inside ``backend.generate`` during the loop also holds the CPU they ste
 flatter the share (it is reported too, as ``in_loop_*``). In the same process it then times
 what the seed's design adds to every iteration — re-clustering the vocabulary (decode, embed,
 PCA, k-means) and rebuilding the processor — and reports it as a ratio to our iteration.
+It also reports the fixed per-iteration cost directly: the wall and CPU milliseconds the loop's
+output worker spends per iteration on files, metrics, artifacts and the plot (goal <= 50 ms).
 Prints one JSON line. Target: ``outside_generation_share < 0.05``.
 
     python benchmarks/evolve_overhead.py [--iterations 6] [--project DIR] [--set KEY=VALUE]
+    python benchmarks/evolve_overhead.py --built-project /path/to/clone   # after make demo-real
+
+``--built-project`` uses a project whose stages already ran (e.g. a clone after
+``make demo-real``: the SmolLM2 profile, where generation is realistic) as it is, with its own
+``params.yaml``; ``--project`` builds the embedded default once and reuses it.
 
 With ``evolve.paired_best`` on (the default) an iteration generates twice (the candidate, and
 the best re-scored on the same minibatch), both counted as generation; pass
@@ -32,6 +39,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
+    parser.add_argument("--built-project", type=Path, default=None,
+                        help="a project whose stages already ran (used as it is)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="section.key=value for the evolution run (e.g. evolve.paired_best=n)")
     parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[])
@@ -45,7 +54,8 @@ def main() -> None:
     from crsp_ops.evolve.store import EvolutionStore
     from crsp_ops.tracking import start_run
 
-    project = embedded_default(args.project, args.stage_overrides)
+    project = (args.built_project.resolve() if args.built_project
+               else embedded_default(args.project, args.stage_overrides))
     harness = Harness(project, args.overrides)
     generation_s = []
     calls = []
@@ -70,7 +80,7 @@ def main() -> None:
                                    harness.clusters.n_clusters)
             harness.evaluate(harness.pool[:2], harness.initial)  # warm-up (first-call costs)
             started = time.perf_counter()
-            run_evolution(
+            outcome = run_evolution(
                 pool=harness.pool, evaluate=evaluate, proposer=proposer, store=store,
                 initial_deltas=harness.initial,
                 cluster_descriptions=harness.clusters.descriptions,
@@ -91,6 +101,8 @@ def main() -> None:
     in_loop_outside = total - sum(generation_s)
     print(json.dumps({
         "benchmark": "evolve_overhead",
+        "model": harness.settings.model.source,
+        "vocab_size": int(harness.clusters.token_clusters.shape[0]),
         "iterations": args.iterations,
         "minibatch_size": harness.settings.evolve.minibatch_size,
         "paired_best": harness.settings.evolve.paired_best,
@@ -102,7 +114,12 @@ def main() -> None:
         "in_loop_generation_s_per_iteration": round(sum(generation_s) / args.iterations, 4),
         "in_loop_outside_generation_share": round(in_loop_outside / total, 4),
         "target_share": 0.05,
-        "meets_target": outside / total < 0.05,
+        # a replay slower than the loop itself means the machine's noise swamped the difference
+        "meets_target": (0 <= outside / total < 0.05) if outside >= 0 else None,
+        # the fixed cost: files, metrics, artifacts and plot, run by the loop's output worker
+        "outputs_ms_per_iteration": round(1000 * outcome.outputs_s / args.iterations, 1),
+        "outputs_cpu_ms_per_iteration": round(1000 * outcome.outputs_cpu_s / args.iterations, 1),
+        "target_outputs_ms": 50,
         "seed_design_extra_s_per_iteration": round(seed_extra, 4),
         "seed_design_iteration_ratio": round((per_iteration + seed_extra) / per_iteration, 3),
         "seed_design_overhead_ratio": round(
@@ -114,8 +131,9 @@ def main() -> None:
 
 def seed_design_extra_s(harness: Harness, out: Path) -> float:
     """What the seed's design adds per iteration: re-cluster the vocabulary, rebuild processor."""
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import GenerationConfig
 
+    from crsp_ops.models.model_ref import load_tokenizer, resolve_model_dir
     from crsp_ops.steering.clusters import build_token_clusters
     from crsp_ops.steering.codegen import write_processor
     from crsp_ops.steering.embedder import load_sentence_embedder
@@ -123,11 +141,12 @@ def seed_design_extra_s(harness: Harness, out: Path) -> float:
     config = harness.settings.clusters
     model_dir = harness.project / "models/base"
     started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)  # wherever model_ref.json points
     embed = load_sentence_embedder(config.embedder, device="cpu", batch_size=config.batch_size)
     clusters = build_token_clusters(
         tokenizer, embed=embed,
-        generation_eos_ids=GenerationConfig.from_pretrained(model_dir).eos_token_id,
+        generation_eos_ids=GenerationConfig.from_pretrained(
+            resolve_model_dir(model_dir)).eos_token_id,
         n_kmeans_clusters=config.n_kmeans_clusters, pca_dim=config.pca_dim, seed=config.seed,
         batch_size=config.batch_size, minibatch_threshold=config.minibatch_threshold,
         n_representatives=config.n_representatives, progress=False,

@@ -105,8 +105,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     if outcome.best_iteration < 0:
         print(f"no iteration ran (the shared Optuna budget was spent); outputs in {out}")
     else:
-        print(f"best minibatch composite {outcome.best_composite:.4f} at iteration "
-              f"{outcome.best_iteration}; outputs in {out}")
+        print(describe_best(outcome) + f"; outputs in {out}")
     heldout_file = out / HELDOUT
     if heldout_file.exists():
         print(describe_heldout(json.loads(heldout_file.read_text())))
@@ -114,6 +113,20 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
         print("MLflow UI: http://127.0.0.1:5000/"
               + ui_path(tracker.experiment_id, tracker.run_id))
     return 0
+
+
+def describe_best(outcome) -> str:
+    """Which iteration's deltas won, with the minibatch composite they had when adopted and,
+    when the incumbent is re-scored on each new minibatch, their score on the last one."""
+    from crsp_ops.evolve.iteration import best_composite_so_far
+
+    line = (f"best deltas: iteration {outcome.best_iteration}, minibatch composite "
+            f"{best_composite_so_far(outcome.history):.4f} when adopted")
+    last = outcome.history[-1] if outcome.history else None
+    if last is not None and last.incumbent_scores is not None:
+        line += (f", {last.incumbent_scores['composite_score']:.4f} re-scored on iteration "
+                 f"{last.iteration}'s minibatch")
+    return line
 
 
 def evolve_run_name(settings, kind: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
@@ -29,6 +30,8 @@ class BackgroundWorker:
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._errors: list[BaseException] = []
         self._closed = False
+        self.busy_s = 0.0  # wall seconds spent running jobs
+        self.busy_cpu_s = 0.0  # CPU seconds of the worker thread while running them
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -69,8 +72,11 @@ class BackgroundWorker:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
+            started, started_cpu = time.perf_counter(), time.thread_time()
             try:
                 job()
             except Exception as error:  # noqa: BLE001 - handed back to the caller
                 logger.warning("background job failed: %s", error, exc_info=True)
                 self._errors.append(error)
+            self.busy_s += time.perf_counter() - started
+            self.busy_cpu_s += time.thread_time() - started_cpu

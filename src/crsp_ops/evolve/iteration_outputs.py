@@ -132,6 +132,11 @@ class IterationOutputs:
         """Finish every queued job and draw the final plot; see ``BackgroundWorker.close``."""
         self._worker.close(last=self._draw_undrawn, raise_errors=raise_errors)
 
+    @property
+    def busy_s(self) -> tuple[float, float]:
+        """``(wall, cpu)`` seconds spent writing, logging and plotting so far."""
+        return self._worker.busy_s, self._worker.busy_cpu_s
+
     def _commit(self, commit: IterationCommit, request: int) -> None:
         store, tracker, record = self.store, self.tracker, commit.history[-1]
         store.write_current(commit.current)

@@ -81,6 +81,8 @@ class EvolutionOutcome:
     best_composite: float
     best_iteration: int
     resumed_from: int  # first iteration run by this invocation (0 for a fresh run)
+    outputs_s: float = 0.0  # wall seconds spent writing files, metrics, artifacts and plots
+    outputs_cpu_s: float = 0.0  # CPU seconds of the same (the per-iteration fixed cost)
 
 
 @dataclass
@@ -208,7 +210,7 @@ def run_evolution(
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
         best_composite=state.best_composite, best_iteration=state.best_iteration,
-        resumed_from=resumed_from,
+        resumed_from=resumed_from, outputs_s=outputs.busy_s[0], outputs_cpu_s=outputs.busy_s[1],
     )
 
 
@@ -295,9 +297,11 @@ def _run_iteration(
         reflector_tokens=state.reflector_tokens,
         frontier=None if state.search is None else state.search.frontier.table(),
     )
+    # paired: the best deltas were scored on this very minibatch (comparable numbers)
     logger.info(
-        "iteration %d: composite %.4f (best %.4f) correctness %.3f mean tokens %.1f%s",
-        iteration, scores["composite_score"], state.best_composite, scores["correctness_ratio"],
+        "iteration %d: composite %.4f (best %.4f%s) correctness %.3f mean tokens %.1f%s",
+        iteration, scores["composite_score"], state.best_composite,
+        " on this minibatch" if config.paired_best else "", scores["correctness_ratio"],
         scores["mean_token_length"], " [proposal failed]" if proposal.failed else "",
     )
     if proposal.failed and config.stop_on_failure:

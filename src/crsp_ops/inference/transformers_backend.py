@@ -211,7 +211,7 @@ class TransformersBackend(GenerationBackend):
             do_sample=not params.greedy,
             temperature=1.0,
             top_p=1.0,
-            top_k=0,
+            **({} if params.greedy else {"top_k": 0}),  # greedy: HF warns about an unused top_k
         )
         with torch.inference_mode():
             output = self.model.generate(
