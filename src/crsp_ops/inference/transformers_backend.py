@@ -11,7 +11,9 @@ step, never one per generated token; the steering bias is added in place on the 
 ``generate`` hands to the processors. The backend's ``logprob_semantics`` picks which fills
 ``Completion.logprobs``; both are kept in ``Completion.extra`` (``raw_logprobs``,
 ``processed_logprobs``). Greedy unsteered decoding makes the two equal. Processors that the
-model's own generation config declares (a repetition penalty, say) run before both recorders.
+model's own generation config declares run before both recorders (a repetition penalty, say)
+or, for sampling warpers other than temperature, top-k and top-p (min-p, typical-p), after
+the processed one, which then does not see them.
 
 :func:`completion_to_choice` renders a completion as an OpenAI-shaped chat choice (with vLLM's
 ``token_ids``/``prompt_token_ids``) so rollouts from any backend go through one code path.
