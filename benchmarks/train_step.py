@@ -17,6 +17,10 @@ subprocess (one warm-up step, then ``--steps`` timed steps), so its peak memory 
 sides; ratios are CRSP / GRPO per repetition, reported as a median with a 95% bootstrap
 interval (``paired``). Update-only time: the step minus its generation (and, for CRSP, the
 sandbox scoring); tokens/s counts generated plus trained tokens, as the trainer does.
+
+``--full-length`` makes the token counts equal by construction: both sides stop only on the pad
+id (which the models never emit), so every sequence decodes the whole budget and is trained on
+whole; without it a trained model's sequences end at its own EOS, differently on each side.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "shared CPU)")
     parser.add_argument("--trl-micro-batch", type=int, default=4,
                         help="GRPO sequences per forward/backward (gradient accumulation)")
+    parser.add_argument("--full-length", action="store_true",
+                        help="both sides stop only on the pad id: every sequence is the budget")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="extra section.key=value overrides (both sides read them)")
     parser.add_argument("--side", choices=["crsp", "grpo"], help=argparse.SUPPRESS)
@@ -106,6 +112,8 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
                                                generation),
             out_dir=out, accelerator=accelerator)
         trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
+        if args.full_length:
+            trainer.generation.backend.stop_ids = (full_length_stop_id(tokenizer),)
         try:
             for _ in range(args.steps + 1):
                 metrics, _ = trainer.train_step()
@@ -146,6 +154,13 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
         return [len(ids) / max_len for ids in completion_ids]
 
     class TimedGRPO(GRPOTrainer):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            if args.full_length:  # generation stops, and the completion mask ends, at pad only
+                self.eos_token_ids = [full_length_stop_id(tokenizer)]
+                self.generation_kwargs["eos_token_id"] = self.eos_token_ids
+                self.generation_config.eos_token_id = self.eos_token_ids
+
         def _generate_and_score_completions(self, *a, **k):
             start = time.perf_counter()
             out = super()._generate_and_score_completions(*a, **k)
@@ -188,6 +203,13 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
     return {"steps": steps[1:], "micro_batch": micro}
 
 
+def full_length_stop_id(tokenizer) -> int:
+    """The pad id, which ends nothing a model generates (``--full-length``)."""
+    if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
+        raise ValueError("--full-length needs a tokenizer whose pad token is not its EOS")
+    return int(tokenizer.pad_token_id)
+
+
 def run_side(args) -> None:
     """Child process: one side's steps and peak memory as one JSON line."""
     import torch
@@ -213,6 +235,8 @@ def spawn(args, side: str) -> dict:
             "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
             "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
             "--trl-micro-batch", str(args.trl_micro_batch)]
+    if args.full_length:
+        argv.append("--full-length")
     for override in args.overrides:
         argv += ["--set", override]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -256,6 +280,7 @@ def main(argv=None) -> int:
         "mixed_precision": args.mixed_precision, "parameters": crsp[0]["parameters"],
         "vocab_size": SHAPES.get(args.model, {}).get("vocab_size"), "commit": commit,
         "reps": args.reps, "steps_per_rep": args.steps, "threads": args.threads,
+        "full_length": args.full_length,
         "sequences_per_step": {"crsp": med(crsp, lambda r: median_of(r, "sequences")),
                                "grpo": med(grpo, lambda r: median_of(r, "sequences"))},
         "completion_tokens_per_step": {
