@@ -41,3 +41,5 @@ def test_response_only_logits_equal_the_full_log_softmax():
 def test_token_budget_scales_with_depth_and_width():
     model = _model()  # 2 layers x 32 hidden
     assert token_budget(model, activation_budget=6400) == 100
+    # by default smaller on a CPU (cache-sized micro-batches) than on an accelerator
+    assert token_budget(model, device_type="cpu") * 16 == token_budget(model, device_type="cuda")
