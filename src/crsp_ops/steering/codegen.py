@@ -120,7 +120,9 @@ def render_processor_source(
     table = np.asarray(token_clusters, dtype=np.int64)
     if table.ndim != 1 or table.min() < 0 or table.max() >= n_clusters:
         raise ValueError(f"token_clusters must be 1-D ids in [0, {n_clusters})")
-    packed = zlib.compress(table.astype("<i4").tobytes(), level=9)
+    # level 6: a 49k-token table packs in ~9 ms to 31 KB; level 9 took 180 ms for 30 KB, on
+    # every new best of an evolution run
+    packed = zlib.compress(table.astype("<i4").tobytes(), level=6)
     return _TEMPLATE.format(
         key=STEER_DELTAS_KEY,
         n_clusters=n_clusters,
