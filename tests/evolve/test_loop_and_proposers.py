@@ -51,6 +51,9 @@ def test_offline_proposer_improves_not_just_moves(tmp_path):
     written = json.loads((tmp_path / "deltas_best.json").read_text())
     assert written == outcome.best_deltas
     assert (tmp_path / "evolution_lengths.png").stat().st_size > 1000
+    # one output job per iteration and the final plot, each timed (the fixed-cost benchmark)
+    assert len(outcome.output_job_seconds) == 7
+    assert all(wall >= 0 and cpu >= 0 for wall, cpu in outcome.output_job_seconds)
 
 
 @pytest.mark.parametrize("paired", [False, True])

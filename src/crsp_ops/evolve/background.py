@@ -30,8 +30,7 @@ class BackgroundWorker:
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._errors: list[BaseException] = []
         self._closed = False
-        self.busy_s = 0.0  # wall seconds spent running jobs
-        self.busy_cpu_s = 0.0  # CPU seconds of the worker thread while running them
+        self.job_seconds: list[tuple[float, float]] = []  # (wall, worker-thread CPU) per job
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -78,5 +77,15 @@ class BackgroundWorker:
             except Exception as error:  # noqa: BLE001 - handed back to the caller
                 logger.warning("background job failed: %s", error, exc_info=True)
                 self._errors.append(error)
-            self.busy_s += time.perf_counter() - started
-            self.busy_cpu_s += time.thread_time() - started_cpu
+            self.job_seconds.append(
+                (time.perf_counter() - started, time.thread_time() - started_cpu))
+
+    @property
+    def busy_s(self) -> float:
+        """Wall seconds spent running jobs."""
+        return sum(wall for wall, _ in self.job_seconds)
+
+    @property
+    def busy_cpu_s(self) -> float:
+        """CPU seconds of the worker thread while running jobs."""
+        return sum(cpu for _, cpu in self.job_seconds)

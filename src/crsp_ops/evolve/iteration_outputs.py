@@ -135,9 +135,9 @@ class IterationOutputs:
         self._worker.close(last=self._draw_undrawn, raise_errors=raise_errors)
 
     @property
-    def busy_s(self) -> tuple[float, float]:
-        """``(wall, cpu)`` seconds spent writing, logging and plotting so far."""
-        return self._worker.busy_s, self._worker.busy_cpu_s
+    def job_seconds(self) -> list[tuple[float, float]]:
+        """``(wall, cpu)`` seconds of each job so far: writing, logging and plotting."""
+        return list(self._worker.job_seconds)
 
     def _commit(self, commit: IterationCommit, request: int) -> None:
         store, tracker, record = self.store, self.tracker, commit.history[-1]

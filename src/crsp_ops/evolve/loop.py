@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crsp_ops.evolve.frontier_search import FrontierSearch
@@ -81,8 +81,8 @@ class EvolutionOutcome:
     best_composite: float
     best_iteration: int
     resumed_from: int  # first iteration run by this invocation (0 for a fresh run)
-    outputs_s: float = 0.0  # wall seconds spent writing files, metrics, artifacts and plots
-    outputs_cpu_s: float = 0.0  # CPU seconds of the same (the per-iteration fixed cost)
+    # (wall, CPU) seconds of each output job (files, metrics, artifacts, plot): the fixed cost
+    output_job_seconds: list[tuple[float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -210,7 +210,7 @@ def run_evolution(
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
         best_composite=state.best_composite, best_iteration=state.best_iteration,
-        resumed_from=resumed_from, outputs_s=outputs.busy_s[0], outputs_cpu_s=outputs.busy_s[1],
+        resumed_from=resumed_from, output_job_seconds=outputs.job_seconds,
     )
 
 
