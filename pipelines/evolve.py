@@ -17,7 +17,6 @@ state.json (resume) and mlflow_run.json (the run(s) that produced them).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from crsp_ops.openai_client import effective_base_url
@@ -56,11 +55,9 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     import sys
 
     from crsp_ops.config import load_settings
-    from crsp_ops.evolve.heldout import describe_heldout
     from crsp_ops.evolve.loop import ProposalFailedError
     from crsp_ops.evolve.proposer import resolve_proposer_kind
     from crsp_ops.evolve.session import JobPaths, check_output_dir, run_job
-    from crsp_ops.evolve.store import HELDOUT
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run, tracking_uri
 
@@ -96,37 +93,17 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     try:
         with start_run(JOB, resolved, run_name=evolve_run_name(settings, kind), tags=tags,
                        owner_tag="crsp.out_dir") as tracker:
-            outcome = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
-                              tracking_uri=uri)
+            result = run_job(resolved, paths, proposer_kind=kind, tracker=tracker,
+                             tracking_uri=uri)
     except ProposalFailedError as error:
         print(f"crsp-ops {JOB}: stopped: {error} (evolve.on_proposal_failure=stop)",
               file=sys.stderr)
         return 1
-    if outcome.best_iteration < 0:
-        print(f"no iteration ran (the shared Optuna budget was spent); outputs in {out}")
-    else:
-        print(describe_best(outcome) + f"; outputs in {out}")
-    heldout_file = out / HELDOUT
-    if heldout_file.exists():
-        print(describe_heldout(json.loads(heldout_file.read_text())))
+    print(result.describe(out))
     if tracker.run_id is not None:  # the classic runs view (`make ui` serves port 5000)
         print("MLflow UI: http://127.0.0.1:5000/"
               + ui_path(tracker.experiment_id, tracker.run_id))
     return 0
-
-
-def describe_best(outcome) -> str:
-    """Which iteration's deltas won, with the minibatch composite they had when adopted and,
-    when the incumbent is re-scored on each new minibatch, their score on the last one."""
-    from crsp_ops.evolve.iteration import best_composite_so_far
-
-    line = (f"best deltas: iteration {outcome.best_iteration}, minibatch composite "
-            f"{best_composite_so_far(outcome.history):.4f} when adopted")
-    last = outcome.history[-1] if outcome.history else None
-    if last is not None and last.incumbent_scores is not None:
-        line += (f", {last.incumbent_scores['composite_score']:.4f} re-scored on iteration "
-                 f"{last.iteration}'s minibatch")
-    return line
 
 
 def evolve_run_name(settings, kind: str) -> str:

@@ -84,6 +84,22 @@ class EvolutionOutcome:
     # (wall, CPU) seconds of each output job (files, metrics, artifacts, plot): the fixed cost
     output_job_seconds: list[tuple[float, float]] = field(default_factory=list)
 
+    def describe_best(self) -> str:
+        """Which iteration's deltas won and the minibatch composite they had when adopted.
+
+        When the incumbent is re-scored on each new minibatch (paired runs), also their score
+        on the last one.
+        """
+        if self.best_iteration < 0:
+            return "no iteration ran (the shared Optuna budget was spent)"
+        line = (f"best deltas: iteration {self.best_iteration}, minibatch composite "
+                f"{best_composite_so_far(self.history):.4f} when adopted")
+        last = self.history[-1] if self.history else None
+        if last is not None and last.incumbent_scores is not None:
+            line += (f", {last.incumbent_scores['composite_score']:.4f} re-scored on iteration "
+                     f"{last.iteration}'s minibatch")
+        return line
+
 
 @dataclass
 class _LoopState:

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
-from crsp_ops.evolve.heldout import evaluate_heldout, heldout_examples
+from crsp_ops.evolve.heldout import (
+    HeldoutComparison,
+    describe_heldout,
+    evaluate_heldout,
+    heldout_examples,
+)
 from crsp_ops.evolve.inputs import (
     load_cluster_inputs,
     load_initial_deltas,
@@ -114,10 +119,27 @@ def log_outputs(store: EvolutionStore, tracker: Tracker) -> None:
                 logger.warning("could not log %s: %s", path, error)
 
 
+@dataclass(frozen=True)
+class JobResult:
+    """A finished evolution job: the loop's outcome and the held-out comparison."""
+
+    outcome: EvolutionOutcome
+    heldout: HeldoutComparison
+
+    def describe(self, out_dir: Path) -> str:
+        """The lines ``crsp-ops evolve`` ends with.
+
+        The winning iteration and where the outputs are, then the held-out scores of the initial
+        and best deltas.
+        """
+        return (f"{self.outcome.describe_best()}; outputs in {out_dir}\n"
+                + describe_heldout(self.heldout.to_json()))
+
+
 def run_job(
     resolved: Any, paths: JobPaths, *, proposer_kind: str, tracker: Tracker,
     tracking_uri: str | None,
-) -> EvolutionOutcome:
+) -> JobResult:
     """Run (or resume) one evolution job inside an open tracker run."""
     settings = resolved.settings
     started = time.perf_counter()
@@ -177,7 +199,7 @@ def run_job(
             with critical_section():  # log_model holds the store's lock: never torn by Ctrl+C
                 _register(settings, store, clusters, tracker, tracking_uri, scores,
                           proposer_kind, comparison)
-        return outcome
+        return JobResult(outcome, scores)
     finally:
         log_outputs(store, tracker)
 
