@@ -56,6 +56,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
 
     from crsp_ops.config import load_settings
     from crsp_ops.evolve.loop import ProposalFailedError
+    from crsp_ops.evolve.preflight import check_job_inputs
     from crsp_ops.evolve.proposer import resolve_proposer_kind
     from crsp_ops.evolve.session import JobPaths, check_output_dir, run_job
     from crsp_ops.paths import project_root
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     except (FileExistsError, FileNotFoundError) as error:
         print(f"crsp-ops {JOB}: {error}", file=sys.stderr)
         return 2
+    check_job_inputs(paths, settings)  # a bad input fails here, before a run is opened
     kind = resolve_proposer_kind(settings.evolve.proposer,
                                  reflector_base_url=effective_base_url(settings.reflector.base_url))
     uri = tracking_uri(resolved) if settings.tracking.enabled else None

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
     from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
-    from crsp_ops.models.model_ref import resolve_model_dir
+    from crsp_ops.models.model_ref import require_model, resolve_model_dir
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
 
@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     settings, root = resolved.settings, resolved.root
     out = root / args.out
     checkpoint = latest_checkpoint(out) if args.resume else None
+    if checkpoint is None:
+        require_model(root / args.model)  # one line, not a traceback, for a wrong --model
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)

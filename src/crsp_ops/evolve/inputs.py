@@ -58,10 +58,18 @@ def load_cluster_inputs(directory: str | Path) -> ClusterInputs:
 
 
 def load_initial_deltas(path: str | Path, n_clusters: int) -> Deltas:
-    """Read and validate the initial deltas (exactly the cluster ids, finite numbers)."""
+    """Read and validate the initial deltas (exactly the cluster ids, finite numbers).
+
+    Raises:
+        MissingInputError: no file at ``path``.
+        DataError: keys other than the cluster ids, or a value that is not a finite number.
+    """
     if not Path(path).is_file():
         raise MissingInputError(f"{path} is missing: run the deltas stage (crsp-ops deltas) first")
-    return load_deltas(path, n_clusters=n_clusters, clamp=None)
+    try:
+        return load_deltas(path, n_clusters=n_clusters, clamp=None)
+    except ValueError as error:  # wrong keys, a non-number, not JSON: the user's file
+        raise DataError(f"{error}: fix the file (crsp-ops deltas writes a valid one)") from None
 
 
 # ---- the question pool, the held-out split and per-iteration minibatches --------------------

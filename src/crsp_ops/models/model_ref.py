@@ -15,6 +15,7 @@ from pathlib import Path
 from transformers import AutoTokenizer
 
 from crsp_ops.atomic_io import atomic_write_json
+from crsp_ops.errors import MissingInputError
 
 MODEL_REF_FILE = "model_ref.json"
 
@@ -49,6 +50,25 @@ def resolve_model_dir(path: str | Path) -> Path:
 def resolve_tokenizer_dir(path: str | Path) -> Path:
     """The tokenizer directory behind ``path``: model_ref's ``tokenizer_dir``, else the model's."""
     return _resolve(path, "tokenizer_dir")
+
+
+def require_model(path: str | Path) -> Path:
+    """The HF model directory behind ``path``, after checking it holds a ``config.json``.
+
+    Raises:
+        MissingInputError: ``path`` (or the directory its model_ref.json names) is not a model,
+            in one line naming the fix.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise MissingInputError(f"model {path} does not exist: pass --model a Hugging Face model "
+                                "directory, or run the base-model stage (crsp-ops base-model)")
+    model_dir = resolve_model_dir(path)
+    if not (model_dir / "config.json").is_file():
+        named = f" (named by {path / MODEL_REF_FILE})" if model_dir != path else ""
+        raise MissingInputError(f"model {model_dir}{named} has no config.json: pass --model a "
+                                "Hugging Face model directory, or re-run crsp-ops base-model")
+    return model_dir
 
 
 def load_tokenizer(path: str | Path):
