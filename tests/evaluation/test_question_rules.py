@@ -102,11 +102,21 @@ def test_number_precision_helpers():
     assert dash.value == 500e6  # a dash and a space is punctuation, not a sign
 
 
-def test_explicit_percent_units_keep_a_percent_answer_in_percent():
-    (a,), (g,) = find_numbers("66%"), find_numbers("0.66")
-    assert not match_rule(a, g, question_intent("Operating margin as a percentage?"),
-                          rel_tol=0.01)
-    assert match_rule(a, g, question_intent("What is the current ratio?"), rel_tol=0.01)
+def test_a_percent_question_reads_a_bare_gold_as_fraction_or_percent():
+    """Issue 27: a bare gold of a percent question may be stored as 0.308 or as 30.8."""
+    intent = question_intent("Revenue change (in units of percents, round to one decimal place)?")
+    for answer in ("30.8%", "0.308", "30.8"):
+        for gold in ("0.308", "30.8"):
+            (a,), (g,) = find_numbers(answer), find_numbers(gold)
+            assert match_rule(a, g, intent, rel_tol=0.01), (answer, gold)
+    (a,), (g,) = find_numbers("3.1%"), find_numbers("0.308")
+    assert not match_rule(a, g, intent, rel_tol=0.01)
+    # The requested decimals count in percent, not on the fraction: 8.0% is not 0.094.
+    (a,), (g,) = find_numbers("8.0%"), find_numbers("0.094")
+    assert not match_rule(a, g, intent, rel_tol=0.01)
+    # An amount is never a rate: "$30.8 million" does not answer 0.308.
+    (a,), (g,) = find_numbers("$30.8 million"), find_numbers("0.308")
+    assert not match_rule(a, g, intent, rel_tol=0.01)
 
 
 def test_uncertainty_is_a_refusal_unless_a_contrast_commits():

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crsp_ops.evaluation.numbers import find_numbers
+from crsp_ops.evaluation.numbers import find_numbers, number_text
 from crsp_ops.evaluation.text_match import normalize_text
 
 NAIVE_REL_TOL = 0.01
@@ -24,7 +24,7 @@ class LabelledAnswer:
 
     family: str  # the failure family the case exercises
     question: str
-    gold: str
+    gold: str | float  # the dataset's answer string, or a bare number as results files store it
     answer: str
     analyst_correct: bool  # the verdict a financial analyst gives, from the question's meaning
 
@@ -44,18 +44,21 @@ def load_cases(path: Path) -> list[LabelledAnswer]:
             case = LabelledAnswer(**row)
         except (json.JSONDecodeError, TypeError) as error:
             raise ValueError(f"{path}:{number}: not a labelled answer ({error})") from error
+        if isinstance(case.gold, bool) or not isinstance(case.gold, (str, int, float)):
+            raise ValueError(f"{path}:{number}: gold must be a string or a number")
         if not isinstance(case.analyst_correct, bool):
             raise ValueError(f"{path}:{number}: analyst_correct must be true or false")
         cases.append(case)
     return cases
 
 
-def naive_any_number(answer: str, gold: str) -> bool:
+def naive_any_number(answer: str, gold: str | float) -> bool:
     """The anchor: any number of the answer within 1% of the gold's (text gold: containment).
 
     >>> naive_any_number("It could be 10, 12 or 15", "12"), naive_any_number("No.", "Yes")
     (True, False)
     """
+    gold = number_text(gold)
     gold_numbers = find_numbers(gold)
     if len(gold_numbers) == 1:
         target = gold_numbers[0].value

@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from crsp_ops.evaluation.final_answer import AnswerChoice, choose_answer
-from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers
+from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers, number_text
 from crsp_ops.evaluation.numeric_match import match_rule, stated_changes
 from crsp_ops.evaluation.question_units import QuestionIntent, question_intent
 from crsp_ops.evaluation.text_match import grade_text, normalize_text
@@ -64,12 +64,14 @@ class Grade:
     reasoning: str  # which figure was taken, why, and the rule that decided
 
 
-def grade(answer: str, gold: str, *, question: str | None = None, rel_tol: float) -> Grade:
+def grade(answer: str, gold: str | float, *, question: str | None = None,
+          rel_tol: float) -> Grade:
     """Grade ``answer`` (possibly long, with reasoning) against ``gold`` for ``question``.
 
     Args:
         answer: the model's full response.
-        gold: the reference answer.
+        gold: the reference answer: text ("30.8%", "$1577.00") or a bare number (0.308, 1577),
+            as results files and CSV exports store it; both grade alike.
         question: the question asked; its units, scale, precision and direction words set the
             conventions of a bare gold (``None``: none implied).
         rel_tol: allowed relative error for numeric answers (``|a - g| <= rel_tol * |g|``).
@@ -87,9 +89,12 @@ def grade(answer: str, gold: str, *, question: str | None = None, rel_tol: float
     if rel_tol < 0:
         raise ValueError(f"rel_tol must be >= 0, got {rel_tol}")
     intent = question_intent(question)
+    gold = number_text(gold)
     gold_number = numeric_gold(gold)
     if gold_number is None:
         return Grade(*grade_text(answer, gold, intent, rel_tol=rel_tol))
+    if gold_number.is_year_like and (intent.scale or intent.percent) and not intent.asks_year:
+        gold_number = replace(gold_number, is_year_like=False)  # 2016 of "(in USD millions)"
     wants_percent = gold_number.kind in ("percent", "bps") or intent.percent or intent.bps
     choice = choose_answer(answer, intent, wants_percent=wants_percent,
                            gold_is_year=gold_number.is_year_like)
@@ -131,12 +136,13 @@ def _sentence_around(text: str, number: ParsedNumber) -> str:
     return text[start:end]
 
 
-def numeric_gold(gold: str) -> ParsedNumber | None:
+def numeric_gold(gold: str | float) -> ParsedNumber | None:
     """Return the gold's number when the gold is essentially one number, else ``None``.
 
-    >>> numeric_gold("$1,577 million").value, numeric_gold("Yes, 12%")
-    (1577000000.0, None)
+    >>> numeric_gold("$1,577 million").value, numeric_gold("Yes, 12%"), numeric_gold(0.308).raw
+    (1577000000.0, None, 0.308)
     """
+    gold = number_text(gold)
     numbers = [n for n in find_numbers(gold) if not n.is_year_like] or find_numbers(gold)
     if len(numbers) != 1:
         return None

@@ -43,6 +43,12 @@ _WEAK = re.compile(
 )
 _FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
 _TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
+_CONCLUDES = re.compile(
+    r"\b(?:so|therefore|thus|hence|consequently|giving|gives|gave|yields?|resulting\s+in|"
+    r"results\s+in|we\s+get|to\s+get|is|was|are|were|equals?|totals|totall?ed|"
+    r"(?:amounts?|amounted|comes?|came)\s+to|stands?\s+at|stood\s+at)\b",
+    re.IGNORECASE,
+)
 _EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
@@ -119,6 +125,11 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
     in_span = [n for n in candidates if start <= n.start < end]
     if not in_span and how and how != "final-answer marker" and not how.startswith("<"):
         how = ""  # a weak marker without a figure: fall back to the last sentence
+    later = _later_result(candidates, text, end) if how.startswith("committed by") else None
+    if later is not None:  # "so the average is X. ... ROA = a / b = 1.42%": the last result
+        start, end = sentence_bounds(text, later.start)
+        how = "a later computed result"
+        in_span = [n for n in candidates if start <= n.start < end]
     if not how and candidates:
         start, end = sentence_bounds(text, candidates[-1].start)
         how = "last sentence with a figure"
@@ -135,7 +146,8 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
     if not rivals and how == "last sentence with a figure":
         rivals = hedged_elsewhere(chosen, candidates, text, segment)
     scope, offset = (segment, start) if how and not how.startswith("last") else (text, 0)
-    refused = refusal(scope, committed_at=chosen.start - offset)
+    refused = refusal(scope, committed_at=chosen.start - offset,
+                      caveats=_of_asked_year_or_untagged(chosen, text, intent))
     change = next(((a, b) for a, b in _from_to_pairs(in_span, text)
                    if chosen is a or chosen is b), None) if intent.asks_change else None
     return AnswerChoice(chosen, f"took {chosen.text!r} ({how}){skipped_note}", how, text, segment,
@@ -150,6 +162,7 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
     after_equals = _after_last_equals(pool, text)
     if after_equals is not None:
         return after_equals
+    pool = _after_last_conclusion(pool, text)
     rates = [n for n in pool if n.kind in ("percent", "bps")]
     pool = (rates if wants_percent else [n for n in pool if n not in rates]) or pool
     pairs = _from_to_pairs(pool, text)
@@ -177,6 +190,26 @@ def _of_the_asked_year(pool: list[ParsedNumber], text: str,
     return asked if asked and other else pool
 
 
+def _later_result(candidates: list[ParsedNumber], text: str, after: int) -> ParsedNumber | None:
+    """The last figure after ``after`` that an "=" in its own sentence computes."""
+    for number in reversed(candidates):
+        if number.start < after:
+            return None
+        start, _ = sentence_bounds(text, number.start)
+        if _EQUALS.search(text, max(start, after), number.start):
+            return number
+    return None
+
+
+def _after_last_conclusion(pool: list[ParsedNumber], text: str) -> list[ParsedNumber]:
+    """In "X was 2.9% and 3.2%, so it rose by 0.3 points", the figures the conclusion states."""
+    words = [m for m in _CONCLUDES.finditer(text, pool[0].end, pool[-1].start)
+             if text.rfind("(", 0, m.start()) <= text.rfind(")", 0, m.start())]  # not an aside
+    if not words:
+        return pool
+    return [n for n in pool if n.start >= words[-1].end()] or pool
+
+
 def _after_last_equals(pool: list[ParsedNumber], text: str) -> ParsedNumber | None:
     """In "a / b = c", the figure after the last "=" between candidates (not "(= a / b)")."""
     signs = [m.start() for m in _EQUALS.finditer(text, pool[0].end, pool[-1].start)
@@ -184,6 +217,12 @@ def _after_last_equals(pool: list[ParsedNumber], text: str) -> ParsedNumber | No
     if not signs:
         return None
     return next((n for n in pool if n.start > signs[-1]), None)
+
+
+def _of_asked_year_or_untagged(number: ParsedNumber, text: str, intent: QuestionIntent) -> bool:
+    """A figure that is not stated for another year than the one asked."""
+    tag = year_tag(number, text)
+    return tag is None or len(intent.years) != 1 or tag == intent.years[0]
 
 
 def _quoted(number: ParsedNumber, intent: QuestionIntent) -> bool:

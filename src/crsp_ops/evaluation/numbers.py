@@ -135,6 +135,24 @@ def _glued_to_word(text: str, match: re.Match) -> bool:
     return end < len(text) and text[end].isalpha() and not match["close"]
 
 
+def number_text(value: str | int | float) -> str:
+    """A gold stored as a bare number, written as text (strings pass through unchanged).
+
+    A float carries no written precision, so the shortest text that reads back as the same
+    float is used: ``1577.0`` → "1577", ``0.308`` → "0.308".
+
+    >>> number_text(1577.0), number_text(0.308), number_text(-15), number_text("30.8%")
+    ('1577', '0.308', '-15', '30.8%')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"gold must be text or a number, got {type(value).__name__}")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
 def significant_digits(digits: str) -> int:
     """Significant digits of a written number ("1600" → 2, "1.60" → 3, "0.012" → 2).
 

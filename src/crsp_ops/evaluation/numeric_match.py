@@ -13,11 +13,21 @@ percent ↔ fraction, basis points ↔ percent, sign flipped when the answer or 
 3. the question's requested precision: both round to the same value there;
 4. answer rounded more coarsely, when it says so ("approximately 12%") or re-expresses the
    amount in a larger unit ("$1.6 billion" for 1,577 million): the gold rounded to the
-   answer's significant digits (at least two) is the answer.
+   answer's significant digits (at least two) is the answer;
+5. the reviewers' rounding tolerance on computed quantities: the answer, rounded to the
+   gold's decimals, is within one unit of the gold's last digit (gold 7.9%, answer 7.8%;
+   gold $0.40 billion, answer $389 million), when the gold is written with decimals, the
+   answer states at least as many (in the gold's units; "about 8x" does not) and one unit
+   is at most ``ROUNDING_STEP_SHARE`` (2.5%) of the gold, so 12% never takes 13%.
+
+A bare gold on a percent question may be a fraction or a percent (0.308 or 30.8 for 30.8%):
+both readings are tried, and a requested precision ("one decimal place") counts in percent.
+An amount with a currency or scale ("$30.8 million") is never read as a rate.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from crsp_ops.evaluation.numbers import (
@@ -27,6 +37,8 @@ from crsp_ops.evaluation.numbers import (
     significant_digits,
 )
 from crsp_ops.evaluation.question_units import QuestionIntent
+
+ROUNDING_STEP_SHARE = 0.025  # rule 5 applies when one unit of the gold's last digit is <= 2.5%
 
 Reading = tuple[str, float]  # (how the answer was read, factor: answer.raw × factor = gold units)
 
@@ -64,8 +76,9 @@ def _kind_readings(answer: ParsedNumber, gold: ParsedNumber,
     if answer.kind == "percent":
         if gold_bps:
             return [("percent as basis points", 100.0)]
-        if gold.kind == "percent" or intent.percent_units:
+        if gold.kind == "percent":
             return [("percent", 1.0)]
+        # A bare gold on a percent question may be stored either way (0.308 or 30.8).
         return [("percent as fraction", 0.01)] + ([("percent", 1.0)] if gold_rate else [])
     if answer.kind == "bps":
         if gold_bps:
@@ -74,6 +87,9 @@ def _kind_readings(answer: ParsedNumber, gold: ParsedNumber,
             return [("basis points as percent", 0.01)]
         return [("basis points as fraction", 1e-4), ("basis points as percent", 0.01)]
     amounts = _scale_readings(answer, gold, intent)
+    if answer.currency or (answer.has_scale and not answer.scale_implied):
+        # "$30.8 million" is an amount, never a rate.
+        return [] if gold.kind == "percent" or gold_bps else amounts
     if gold.kind == "percent":
         return [("number for a percent", 1.0), ("fraction as percent", 100.0)]
     if gold_bps:
@@ -133,9 +149,13 @@ def _passing_rule(value: float, factor: float, answer: ParsedNumber, gold: Parse
     if (gold.decimals >= 1 or intent.decimals == 0) and _equal(
             round_half_up(value, gold.decimals), target):
         return f"{shown} rounds to the gold's {gold.decimals} decimals"
-    if intent.decimals is not None and _equal(round_half_up(value, intent.decimals),
-                                              round_half_up(target, intent.decimals)):
-        return f"{shown} and the gold agree at the requested {intent.decimals} decimals"
+    if intent.decimals is not None:
+        # A requested precision is in the question's units: percent, when the gold is a fraction.
+        places = intent.decimals + (2 if _fraction_of_percent(factor, gold, intent) else 0)
+        if _equal(round_half_up(value, places), round_half_up(target, places)):
+            return f"{shown} and the gold agree at the requested {intent.decimals} decimals"
+    if _within_rounding_step(value, factor, answer, gold):
+        return f"{shown} is within one unit of the gold's last digit"
     coarser = approximate or (answer.has_scale and abs(factor) > 1.0 and answer.kind == "plain")
     if coarser and answer.sig_digits >= 2 and _equal(
             round_significant(target / factor, answer.sig_digits), answer.raw):
@@ -166,6 +186,23 @@ def _derived(like: ParsedNumber, raw: float, decimals: int, kind: str) -> Parsed
     return replace(like, raw=raw, value=raw * scale, kind=kind, is_percent=kind == "percent",
                    decimals=decimals, sig_digits=significant_digits(f"{abs(raw):.{decimals}f}"),
                    text=f"{raw:g}" + ("%" if kind == "percent" else ""))
+
+
+def _within_rounding_step(value: float, factor: float, answer: ParsedNumber,
+                          gold: ParsedNumber) -> bool:
+    """Rule 5: rounded to the gold's decimals, at most one unit off (7.8% for a gold 7.9%)."""
+    unit = 10.0 ** -gold.decimals
+    stated_decimals = answer.decimals - round(math.log10(abs(factor)))  # in the gold's units
+    return (gold.decimals >= 1 and stated_decimals >= gold.decimals
+            and unit <= ROUNDING_STEP_SHARE * abs(gold.raw)
+            and abs(round_half_up(value, gold.decimals) - gold.raw) <= unit * (1 + 1e-9))
+
+
+def _fraction_of_percent(factor: float, gold: ParsedNumber, intent: QuestionIntent) -> bool:
+    """A percent question whose bare gold is compared as a fraction (0.079 for 7.9%)."""
+    if not intent.percent or gold.kind != "plain":
+        return False
+    return factor == 0.01 or (intent.decimals is not None and gold.decimals > intent.decimals)
 
 
 def _close(value: float, target: float, rel_tol: float) -> bool:

@@ -1,7 +1,8 @@
 """What a question implies about its answer's units, scale, precision and sign.
 
 FinanceBench questions carry the gold's conventions in words: "(in USD millions)" means a
-gold ``1577`` is $1,577 million; "as a percentage" means ``24.0`` is 24%; "round to two
+gold ``1577`` is $1,577 million; "as a percentage" means a bare gold is a percent written
+either way (``24.0`` or the fraction ``0.24``, as datasets store it); "round to two
 decimal places" sets the precision; "by how much did ... decrease" lets a negative answer
 match a positive gold. ``question_intent`` reads them; it never sees the answer.
 """
@@ -24,9 +25,6 @@ _PERCENT = re.compile(
     r"as\s+a\s+%|in\s+%|effective\s+tax\s+rate|tax\s+rate|payout\s+ratio|\w+\s+rate)\b|%",
     re.IGNORECASE,
 )
-_PERCENT_UNITS = re.compile(
-    r"\b(?:as\s+a\s+percent(?:age)?|in\s+percent(?:age)?s?|in\s+(?:units\s+of\s+)?percents?|"
-    r"in\s+percentage\s+points?|in\s+%)", re.IGNORECASE)
 _BPS = re.compile(r"\b(?:basis\s+points?|bps)\b", re.IGNORECASE)
 _DECIMALS = re.compile(
     r"\b(?:to|at)\s+(?:the\s+)?(one|two|three|four|1|2|3|4)\s+decimal(?:\s+places?|\s+points?)?",
@@ -54,7 +52,6 @@ class QuestionIntent:
 
     scale: float | None = None  # "(in USD millions)" → 1e6: the gold's unstated scale
     percent: bool = False  # asks for a percentage, rate, margin or similar
-    percent_units: bool = False  # says the answer is in percent: a bare gold 0.66 is 0.66%
     bps: bool = False  # asks in basis points
     decimals: int | None = None  # requested rounding (decimal places), if stated
     asks_decrease: bool = False  # the question itself speaks of a decrease/decline
@@ -80,7 +77,6 @@ def question_intent(question: str | None) -> QuestionIntent:
     return QuestionIntent(
         scale=SCALE_WORDS[scale.group(1).lower()] if scale else None,
         percent=bool(_PERCENT.search(question)),
-        percent_units=bool(_PERCENT_UNITS.search(question)),
         bps=bool(_BPS.search(question)),
         decimals=requested_decimals(question),
         asks_decrease=bool(_DECREASE.search(question)),

@@ -35,6 +35,14 @@ _CONTRAST = re.compile(
     r"we\s+can|can\s+be\s+(?:computed|calculated|derived))\b",
     re.IGNORECASE,
 )
+# Refusals that decline the whole question; the others ("does not specify X") can be caveats.
+_FIRM = re.compile(
+    r"\b(?:cannot|can\s*not|can't|could\s*not|couldn't|unable\s+to|impossible\s+to|"
+    r"not\s+possible\s+to|insufficient|not\s+(?:enough|sufficient)|i\s+(?:do\s+not|don't)|"
+    r"i(?:'m|\s+am)\s+not|(?:would|will)\s+need)\b",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"[;\n]|[.!?](?=\s)")
 _PARTIAL = re.compile(r"\b(?:separately|directly|explicitly)\b", re.IGNORECASE)
 HEDGE_WORDS = re.compile(
     r"\b(?:or|either|possibly|perhaps|maybe|might|could|alternatively|somewhere|"
@@ -43,12 +51,15 @@ HEDGE_WORDS = re.compile(
 )
 
 
-def refusal(text: str, *, committed_at: int | None = None) -> str:
+def refusal(text: str, *, committed_at: int | None = None, caveats: bool = False) -> str:
     """Return the refusal phrase that stands in ``text`` ("" when there is none).
 
     A refusal is overruled when a committed figure comes after it (``committed_at``: the
     figure's position in ``text``) and either a contrast word stands between them or the
-    refusal is only partial ("not separately", "not directly", "not explicitly").
+    refusal is only partial ("not separately", "not directly", "not explicitly"). With
+    ``caveats``, a refusal that only says something is not stated ("the document does not
+    specify X; net income was $11,588 million") is a caveat when the figure comes in a later
+    clause and nothing in ``text`` declines the question outright ("cannot be determined").
 
     >>> refusal("The 2019 revenue of $1,577 million is given, but 2020 is not disclosed.")
     'is not disclosed'
@@ -58,10 +69,16 @@ def refusal(text: str, *, committed_at: int | None = None) -> str:
     for match in _REFUSAL.finditer(text):
         if committed_at is not None and committed_at > match.end() and (
                 _PARTIAL.search(match.group(0))
-                or _CONTRAST.search(text, match.end(), committed_at)):
+                or _CONTRAST.search(text, match.end(), committed_at)
+                or (caveats and _caveat(text, match, committed_at))):
             continue
         return match.group(0)
     return ""
+
+
+def _caveat(text: str, match: re.Match, committed_at: int) -> bool:
+    return (not _FIRM.search(text) and not _FIRM.search(match.group(0))
+            and bool(_CLAUSE_END.search(text, match.end(), committed_at)))
 
 
 def is_refusal(text: str) -> bool:

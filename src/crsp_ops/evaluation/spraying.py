@@ -3,7 +3,8 @@
 "It could be 10%, 12% or 15%", "between 10% and 15%", a bare list "10%, 12%, 15%", or hedged
 sentences each offering a value ("It might be 4,980. It might also be 5,120.") must not count
 as answering with any of them. Not spraying: inputs of an expression ("66,608 / 9,648 ≈ 6.90"),
-restatements of the same value ("$1,577 million (or $1.577 billion)", "6.904, about 6.90"),
+restatements of the same value ("$1,577 million (or $1.577 billion)", "6.904, about 6.90",
+"17.98, or 18.00 rounded", "0.7981 (or 79.81%)"),
 figures of other years ("$942 million in 2021, $878 million in 2020"), and values of another
 kind ("$1,577 million, or 12% of revenue").
 """
@@ -18,6 +19,8 @@ from crsp_ops.evaluation.sentences import sentence_bounds
 from crsp_ops.evaluation.year_tags import year_tag
 
 _LIST_SEPARATOR = re.compile(r"^\s*(?:,|;|and|,\s*and)?\s*$", re.IGNORECASE)
+_ROUNDING = re.compile(r"\b(?:rounded|rounding|approximately|approx|about|roughly)\b|[~≈]",
+                       re.IGNORECASE)
 _OPERATORS = "+-*/×÷=≈−"
 
 
@@ -32,6 +35,14 @@ def _same_value(a: ParsedNumber, b: ParsedNumber) -> bool:
         return abs(round_half_up(fine.raw, coarse.decimals) - coarse.raw) <= 1e-9 * max(
             1.0, abs(coarse.raw))
     return False
+
+
+def _rounded_restatement(a: ParsedNumber, b: ParsedNumber, text: str) -> bool:
+    """"17.98, or 18.00 rounded": a value within 1% restated with a rounding word beside it."""
+    if a.kind != b.kind or abs(a.value - b.value) > 0.01 * max(abs(a.value), abs(b.value)):
+        return False
+    first, second = (a, b) if a.start < b.start else (b, a)
+    return bool(_ROUNDING.search(text[first.end:second.end + 12]))
 
 
 def _other_year(rival: ParsedNumber, chosen: ParsedNumber, text: str) -> bool:
@@ -58,7 +69,8 @@ def _alternative(number: ParsedNumber, chosen: ParsedNumber, text: str) -> bool:
     Same kind, another value, not an input of an expression, not a figure of another year.
     """
     return (number is not chosen and _kind_group(number) == _kind_group(chosen)
-            and not _same_value(number, chosen) and not _operand(number, text)
+            and not _same_value(number, chosen) and not _rounded_restatement(number, chosen, text)
+            and not _operand(number, text)
             and not _other_year(number, chosen, text))
 
 
