@@ -4,7 +4,9 @@ crsp-ops compare
 crsp-ops compare --max-runs 20 --out outputs/compare
 mlflow run . -e compare --env-manager local
 
-Prints one aligned table per base model (never ranked across models), writes
+Finds the evolution runs by their job tag in every experiment (``mlflow run . -e evolve``
+without ``--experiment-name`` files them under ``Default``), leaves FAILED runs out (and says
+how many), prints one aligned table per base model (never ranked across models), writes
 ``comparison.png`` (held-out initial vs best with intervals, composite curves, shortness ×
 correctness with each run's frontier), ``comparison.txt`` and ``comparison.json`` to ``--out``,
 and logs the three to a ``compare-<N>runs`` run of the ``<prefix>-compare`` experiment.
@@ -27,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=str(COMPARE_DIR), help="where the plot and JSON go")
     parser.add_argument("--max-runs", type=int, default=50, help="newest runs compared")
     parser.add_argument("--experiment", action="append", default=None,
-                        help="experiment name (repeatable; default <prefix>-evolve)")
+                        help="only runs of this experiment (repeatable; default: every "
+                             "experiment, runs found by their crsp.job=evolve tag)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,20 +41,24 @@ def run(args: argparse.Namespace) -> int:
 
     from crsp_ops.atomic_io import atomic_write_text
     from crsp_ops.config import load_settings
-    from crsp_ops.evolve.compare import fetch_rows, format_table
+    from crsp_ops.evolve.compare import fetch_rows, format_table, split_failed
     from crsp_ops.evolve.compare_plot import save_comparison_figure  # matplotlib: only here
     from crsp_ops.paths import project_root
-    from crsp_ops.tracking import disable_telemetry, experiment_name, start_run, tracking_uri
+    from crsp_ops.tracking import disable_telemetry, start_run, tracking_uri
     from crsp_ops.tracking.run_tags import run_name
 
     disable_telemetry()
     resolved = load_settings(project_root(), args.overrides)
     uri = tracking_uri(resolved)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-    names = args.experiment or [experiment_name(resolved, "evolve")]
-    rows = fetch_rows(client, names, max_runs=args.max_runs)
+    names = args.experiment or []
+    rows, failed = split_failed(fetch_rows(client, names, max_runs=args.max_runs))
+    where = f"experiments {names}" if names else "any experiment"
+    if failed:
+        print(f"left out {len(failed)} FAILED run(s): "
+              + ", ".join(f"{r.run_name} ({r.run_id[:8]})" for r in failed))
     if not rows:
-        print(f"no evolution runs in {names} at {uri}")
+        print(f"no finished evolution runs in {where} at {uri}")
         return 1
     table = format_table(rows)
     print(table)
@@ -61,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     atomic_write_text(out / "comparison.json",
                       json.dumps([asdict(r) for r in rows], indent=2, default=str) + "\n")
     with start_run("compare", resolved, run_name=run_name("compare", f"{len(rows)}runs"),
-                   tags={"compare.experiments": ",".join(names),
+                   tags={"compare.experiments": ",".join(names) or "*",
                          "compare.runs": ",".join(r.run_id for r in rows)[:5000]}) as tracker:
         for name in ("comparison.png", "comparison.txt", "comparison.json"):
             tracker.log_artifact(out / name, "compare")

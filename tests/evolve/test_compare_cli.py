@@ -67,7 +67,7 @@ def test_compare_table_lines_up_with_exact_tokens_and_wall_time(project, evolve_
 
     assert main(["compare", "--out", "outputs/compare"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("base model llama-") and lines[0].endswith(": 3 run(s)")
+    assert lines[0] == "base model tiny, 2 held-out questions: 3 run(s)"
     header, rule, body = lines[1], lines[2], lines[3:6]
     spans = column_spans(rule)
     assert len(spans) == len(HEADERS)
@@ -109,6 +109,7 @@ def _row(run_id, model, score, heldout="h1"):
                   proposer="offline", iterations=3, best_minibatch_composite=score,
                   heldout_initial_composite=0.1, heldout_best_composite=score,
                   reflector_tokens=0.0, wall_time_s=1.0, base_model=model, heldout_set=heldout,
+                  model_name=model, heldout_size={"h1": "4", "h2": "6"}[heldout],
                   heldout_best_ci=(score - 0.05, score + 0.05),
                   curves={"composite_score": [0.1, 0.3, score], "best_composite": [0.1, 0.3,
                                                                                     score],
@@ -123,9 +124,9 @@ def test_compare_ranks_within_a_model_and_never_across(tmp_path):
     assert [[r.run_id for r in g] for g in groups.values()] == [["c", "a"], ["b"], ["d"]]
     text = format_table(rows)
     sections = [line for line in text.splitlines() if line.startswith("base model")]
-    assert sections == ["base model tiny-1, held-out set h1: 2 run(s)",
-                        "base model smollm2-2, held-out set h1: 1 run(s)",
-                        "base model tiny-1, held-out set h2: 1 run(s)"]
+    assert sections == ["base model tiny-1, 4 held-out questions: 2 run(s)",
+                        "base model smollm2-2, 4 held-out questions: 1 run(s)",
+                        "base model tiny-1, 6 held-out questions: 1 run(s)"]
     assert text.splitlines()[-1].startswith("3 groups of different base models")
     assert "[0.350, 0.450]" in text and not math.isnan(rows[0].heldout_best_ci[0])
     plot = save_comparison_figure(rows, tmp_path / "c.png")  # a row of panels per group

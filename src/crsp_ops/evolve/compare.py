@@ -1,9 +1,11 @@
 """Compare evolution runs from MLflow: one row per run, grouped by base model, as a table.
 
 Reads only what the runs logged (tags, metrics and their histories, start/end times), so it works
-on any tracking URI and on runs of every proposer in the same experiment. Runs are grouped by
-base model and held-out set (the ``base_model.id`` and ``heldout.sha256`` tags) and ranked only
-within a group: a held-out composite of one model says nothing about another's.
+on any tracking URI and on runs of every proposer. Runs are found by their job tag
+(``crsp.job=evolve``) in every experiment, since ``mlflow run . -e evolve`` without
+``--experiment-name`` files them under ``Default``. Runs are grouped by base model and held-out
+set (the ``base_model.id`` and ``heldout.sha256`` tags), labelled by model name and held-out size,
+and ranked only within a group: a held-out composite of one model says nothing about another's.
 
 Figures are exact: ``tokens`` sums the reflector tokens of every iteration (the per-iteration
 ``reflector_total_tokens`` history, one value per step, so a resumed run that replayed earlier
@@ -21,6 +23,7 @@ from typing import Any
 from tabulate import tabulate
 
 NAN = float("nan")
+JOB_FILTER = "tags.`crsp.job` = 'evolve' and tags.proposer != ''"
 CURVE_METRICS = ("composite_score", "best_composite", "shortness_score", "correctness_ratio")
 
 
@@ -40,6 +43,8 @@ class RunRow:
     wall_time_s: float
     base_model: str  # base_model.id tag ("?" for runs logged before it existed)
     heldout_set: str  # first 12 hex of the heldout.sha256 tag ("?" when absent)
+    model_name: str = "?"  # model.source tag (e.g. tiny, smollm2), else base_model.id
+    heldout_size: str = "?"  # heldout.size tag: questions in the held-out set
     heldout_initial_ci: tuple[float, float] = (NAN, NAN)
     heldout_best_ci: tuple[float, float] = (NAN, NAN)
     curves: dict[str, list[float]] = field(default_factory=dict)
@@ -86,6 +91,8 @@ def row_from_run(run: Any, histories: dict[str, Sequence[Any]] | None = None) ->
         wall_time_s=wall_time_s(info),
         base_model=tags.get("base_model.id", "?"),
         heldout_set=tags.get("heldout.sha256", "?")[:12],
+        model_name=tags.get("model.source") or tags.get("base_model.id", "?"),
+        heldout_size=tags.get("heldout.size", "?"),
         heldout_initial_ci=(metrics.get("heldout_initial_composite_ci_low", NAN),
                             metrics.get("heldout_initial_composite_ci_high", NAN)),
         heldout_best_ci=(metrics.get("heldout_best_composite_ci_low", NAN),
@@ -94,18 +101,41 @@ def row_from_run(run: Any, histories: dict[str, Sequence[Any]] | None = None) ->
     )
 
 
-def fetch_rows(client: Any, experiment_names: Sequence[str], *, max_runs: int) -> list[RunRow]:
-    """Rows of the newest evolution runs (runs without the ``proposer`` tag are skipped)."""
-    ids = [e.experiment_id for name in experiment_names
-           if (e := client.get_experiment_by_name(name)) is not None]
+def fetch_rows(
+    client: Any, experiment_names: Sequence[str] | None = None, *, max_runs: int
+) -> list[RunRow]:
+    """Rows of the newest evolution runs, by job tag, in the named experiments or in all."""
+    if experiment_names:
+        ids = [e.experiment_id for name in experiment_names
+               if (e := client.get_experiment_by_name(name)) is not None]
+    else:
+        ids = [e.experiment_id for e in client.search_experiments()]
     if not ids:
         return []
-    runs = client.search_runs(ids, filter_string="tags.proposer != ''", max_results=max_runs,
+    runs = client.search_runs(ids, filter_string=JOB_FILTER, max_results=max_runs,
                               order_by=["attributes.start_time DESC"])
     keys = ("reflector_total_tokens", *CURVE_METRICS)
     return [row_from_run(run, {key: client.get_metric_history(run.info.run_id, key)
                                for key in keys})
             for run in runs]
+
+
+def split_failed(rows: Sequence[RunRow]) -> tuple[list[RunRow], list[RunRow]]:
+    """``(compared, failed)``: a FAILED run has no result worth a row (KILLED ones keep theirs)."""
+    return ([r for r in rows if r.status != "FAILED"], [r for r in rows if r.status == "FAILED"])
+
+
+def group_labels(groups: dict[tuple[str, str], list[RunRow]]) -> dict[tuple[str, str], str]:
+    """Each group's label, e.g. ``base model tiny, 8 held-out questions``.
+
+    The model id and held-out hash are added only to tell apart two groups that read the same.
+    """
+    plain = {key: f"base model {m[0].model_name}, {m[0].heldout_size} held-out questions"
+             for key, m in groups.items()}
+    clashes = {label for label in plain.values() if list(plain.values()).count(label) > 1}
+    return {key: label if label not in clashes
+            else f"{label} (model {key[0]}, held-out set {key[1]})"
+            for key, label in plain.items()}
 
 
 def group_rows(rows: Sequence[RunRow]) -> dict[tuple[str, str], list[RunRow]]:
@@ -147,9 +177,10 @@ def table_rows(members: Sequence[RunRow]) -> list[list[str]]:
 def format_table(rows: Sequence[RunRow]) -> str:
     """One aligned table per (base model, held-out set), each ranked on its own."""
     groups = group_rows(rows)
+    labels = group_labels(groups)
     parts = []
-    for (model, heldout), members in groups.items():
-        parts.append(f"base model {model}, held-out set {heldout}: {len(members)} run(s)\n"
+    for key, members in groups.items():
+        parts.append(f"{labels[key]}: {len(members)} run(s)\n"
                      + tabulate(table_rows(members), headers=HEADERS, tablefmt="simple",
                                 disable_numparse=True,
                                 colalign=("left", "left", "left") + ("right",) * 7 + ("left",)))

@@ -1,10 +1,12 @@
 """The comparison figure a paper would use, one row of panels per (base model, held-out set).
 
 (a) held-out composite of the initial and the best deltas per run, with 95% bootstrap intervals;
-(b) minibatch composite (thin) and best composite so far (thick) vs iteration, per run;
+(b) minibatch composite of each iteration's candidate (dots) and its running maximum (line), per
+    run, so the line never sits below a point;
 (c) shortness × correctness of every evaluated candidate, per run, with the run's frontier
-    (the candidates no other of the run beats on both).
-Legends sit outside the axes, so they never cover data.
+    (the candidates no other of the run beats on both); when every candidate scored correctness
+    0 the panel says so instead of drawing a flat axis.
+Groups are titled by model name and held-out size. Legends sit outside the axes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from crsp_ops.atomic_io import atomic_path
-from crsp_ops.evolve.compare import RunRow, group_rows
+from crsp_ops.evolve.compare import RunRow, group_labels, group_rows
 from crsp_ops.evolve.frontier import pareto_indices
 
 DPI = 110
@@ -56,19 +58,41 @@ def _heldout_panel(axes, members: Sequence[RunRow]) -> None:
     axes.legend(loc="upper center", ncol=2, fontsize="x-small")
 
 
+def running_max(values: Sequence[float]) -> list[float]:
+    """The best value so far at each step (NaN steps keep the previous best).
+
+    >>> running_max([0.2, 0.1, 0.5, float("nan"), 0.4])
+    [0.2, 0.2, 0.5, 0.5, 0.5]
+    """
+    out, best = [], float("nan")
+    for value in values:
+        if not math.isnan(value) and (math.isnan(best) or value > best):
+            best = value
+        out.append(best)
+    return out
+
+
 def _curve_panel(axes, members: Sequence[RunRow], colours: dict[str, str]) -> None:
     for row in members:
-        composite, best = row.curves.get("composite_score", []), row.curves.get(
-            "best_composite", [])
+        composite = row.curves.get("composite_score", [])
         colour = colours[row.run_id]
-        axes.plot(range(len(composite)), composite, "-", lw=0.8, alpha=0.5, color=colour)
-        axes.plot(range(len(best)), best, "-", lw=2.0, color=colour, label=_label(row))
+        axes.plot(range(len(composite)), composite, "o", ms=3, alpha=0.5, color=colour)
+        axes.plot(range(len(composite)), running_max(composite), "-", lw=2.0, color=colour,
+                  label=_label(row))
     axes.set_xlabel("iteration")
     axes.set_ylabel("minibatch composite")
-    axes.set_title("(b) composite (thin) and best so far (thick)", fontsize="small")
+    axes.set_title("(b) composite per iteration (dots) and best so far (line)", fontsize="small")
 
 
 def _scatter_panel(axes, members: Sequence[RunRow], colours: dict[str, str]) -> None:
+    correctness = [v for r in members for v in r.curves.get("correctness_ratio", [])]
+    if not any(v > 0 for v in correctness):
+        axes.set_axis_off()
+        axes.text(0.5, 0.5, "(c) no candidate answered any question correctly\n"
+                  "(correctness 0 everywhere): no shortness × correctness\n"
+                  "trade-off to draw" if correctness else "(c) no candidate scores logged",
+                  ha="center", va="center", fontsize="small", transform=axes.transAxes)
+        return
     for row in members:
         points = list(zip(row.curves.get("shortness_score", []),
                           row.curves.get("correctness_ratio", []), strict=False))
@@ -89,14 +113,14 @@ def save_comparison_figure(rows: Sequence[RunRow], path: str | Path) -> Path:
     figure = Figure(figsize=(15, 4.6 * len(groups)), layout="constrained")
     panels = figure.subplots(len(groups), 3, squeeze=False)
     palette = [f"C{i}" for i in range(10)]
-    for (held, curves, scatter), ((model, heldout), members) in zip(
-            panels, groups.items(), strict=True):
+    labels = group_labels(groups)
+    for (held, curves, scatter), (key, members) in zip(panels, groups.items(), strict=True):
         colours = {r.run_id: palette[i % len(palette)] for i, r in enumerate(members)}
         _heldout_panel(held, members)
         _curve_panel(curves, members, colours)
         _scatter_panel(scatter, members, colours)
         curves.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2,
-                      fontsize="x-small", title=f"{model} · held-out {heldout}",
+                      fontsize="x-small", title=labels[key],
                       title_fontsize="x-small")
     with atomic_path(path, suffix=".png") as tmp:
         figure.savefig(tmp, dpi=DPI, format="png")
