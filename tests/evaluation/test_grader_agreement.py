@@ -1,7 +1,10 @@
-"""The grader against the project's analyst-labelled answers (``grader_cases.jsonl``)."""
+"""The grader against the project's analyst-labelled answers (``grader_cases.jsonl``), and
+against the batches labelled blind (``batches/*.jsonl``: labelled and committed before the
+grader ever saw them; ``batches/first_run.json`` keeps each batch's first-run agreement)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from crsp_ops.evaluation.correctness import grade, numeric_gold
 from crsp_ops.evaluation.numbers import find_numbers
 
 CASES_FILE = Path(__file__).with_name("grader_cases.jsonl")
+BATCHES = Path(__file__).with_name("batches")
 FAMILIES = {
     "gold_rounded_coarser", "wrong_number_picked", "question_units", "percent_fraction_ratio",
     "sign_convention", "refusal_hedge", "text_gold", "adversarial", "plain",
@@ -27,8 +31,19 @@ def cases():
     return load_cases(CASES_FILE)
 
 
+@pytest.fixture(scope="module")
+def batches():
+    return {path.stem: load_cases(path) for path in sorted(BATCHES.glob("*.jsonl"))}
+
+
 def _grade(case):
     return grade(case.answer, case.gold, question=case.question, rel_tol=0.01)
+
+
+def _failures(cases):
+    return [f"[{c.family}] gold={c.gold!r} answer={c.answer!r} analyst={c.analyst_correct} "
+            f"grader: {_grade(c).reasoning}" for c in cases
+            if _grade(c).is_correct != c.analyst_correct]
 
 
 def test_the_labelled_set_covers_every_family_both_ways(cases):
@@ -54,11 +69,33 @@ def test_the_adversarial_shapes_are_present(cases):
 
 
 def test_grader_agrees_with_the_analysts(cases):
-    failures = [f"[{c.family}] gold={c.gold!r} answer={c.answer!r} analyst={c.analyst_correct} "
-                f"grader: {_grade(c).reasoning}" for c in cases
-                if _grade(c).is_correct != c.analyst_correct]
+    failures = _failures(cases)
     agreement = 1 - len(failures) / len(cases)
     assert agreement >= 0.98, "\n".join(failures)
+
+
+def test_every_blind_batch_has_its_first_run_recorded(batches):
+    record = json.loads((BATCHES / "first_run.json").read_text(encoding="utf-8"))
+    assert set(record) == set(batches)
+    for name, batch in batches.items():
+        assert record[name]["n"] == len(batch)
+        assert record[name]["first_run_agreed"] / len(batch) == pytest.approx(
+            record[name]["first_run_agreement"], abs=1e-4)
+
+
+def test_grader_agrees_on_the_blind_batches(batches):
+    every = [case for batch in batches.values() for case in batch]
+    failures = _failures(every)
+    assert len(every) >= 200 and 1 - len(failures) / len(every) >= 0.98, "\n".join(failures)
+
+
+def test_a_bare_number_gold_grades_like_the_dataset_string(batches):
+    """Each blind case is stored twice: gold as the dataset's string, then as a bare number."""
+    for batch in batches.values():
+        for text, bare in zip(batch[::2], batch[1::2], strict=True):
+            assert isinstance(text.gold, str) and isinstance(bare.gold, (int, float))
+            assert (text.question, text.answer) == (bare.question, bare.answer)
+            assert _grade(text).is_correct == _grade(bare).is_correct, (text.gold, bare.gold)
 
 
 def test_the_naive_anchor_is_clearly_below(cases):
@@ -92,4 +129,8 @@ def test_cohens_kappa_and_bad_case_files(tmp_path):
     bad.write_text('{"family": "plain", "question": "q", "gold": "1", "answer": "1", '
                    '"analyst_correct": "yes"}\n')
     with pytest.raises(ValueError, match="true or false"):
+        load_cases(bad)
+    bad.write_text('{"family": "plain", "question": "q", "gold": true, "answer": "1", '
+                   '"analyst_correct": true}\n')
+    with pytest.raises(ValueError, match="string or a number"):
         load_cases(bad)

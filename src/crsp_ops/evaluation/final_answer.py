@@ -131,7 +131,10 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
         how = "a later computed result"
         in_span = [n for n in candidates if start <= n.start < end]
     if not how and candidates:
-        start, end = sentence_bounds(text, candidates[-1].start)
+        # "... = 2.84%. In FY2020 it was 2.91%.": a closing aside about another year is not it.
+        last = next((n for n in reversed(candidates)
+                     if _of_asked_year_or_untagged(n, text, intent)), candidates[-1])
+        start, end = sentence_bounds(text, last.start)
         how = "last sentence with a figure"
         in_span = [n for n in candidates if start <= n.start < end]
     segment = text[start:end]

@@ -1,0 +1,68 @@
+"""Issue 27's classes, one rule each: long answers graded as reviewers grade them."""
+
+from __future__ import annotations
+
+import pytest
+
+from crsp_ops.evaluation.correctness import grade
+from crsp_ops.evaluation.numbers import number_text
+from crsp_ops.evaluation.refusals import refusal
+
+PCT = "What was the FY2020 change in sales (in units of percents, round to one decimal place)?"
+MLN = "What was FY2020 capex (in USD millions)?"
+CASES = [
+    # (rule, question, gold, answer, correct)
+    ("fraction gold, percent answer", PCT, 0.152, "Sales rose 15.2%.", True),
+    ("fraction gold, wrong percent", PCT, 0.152, "Sales rose 12.5%.", False),
+    ("precision counts in percent", PCT, 0.152, "Sales rose 15.6%.", False),
+    ("an amount is not a rate", PCT, 0.152, "Sales rose by $15.2 million.", False),
+    ("restated in a larger unit", MLN, "$2,904.00",
+     "Capex was $2,904 million, or $2.904 billion.", True),
+    ("restated rounded", "What is the FY2020 asset turnover?", "3.27",
+     "Asset turnover = 3.27, or 3.30 rounded.", True),
+    ("two values are still spraying", MLN, "$2,904.00",
+     "Capex was $2,904 million or $3,150 million.", False),
+    ("the year in the conclusion is skipped", MLN, 2904,
+     "Capex in 2019 was $2,610 million. Therefore, capex for fiscal year 2020 was $2,904 million.",
+     True),
+    ("the last computed result", "What is the FY2020 ROE (in percents)?", "9.6%",
+     "So the average equity is $5,000 million. ROE = 480 / 5,000 = 0.096, or 9.6%.", True),
+    ("raw dollars on a millions question", MLN, 2904, "Capex was $2,904,180,000.", True),
+    ("a caveat, then the figure", MLN, 2904,
+     "The filing does not specify capex by segment; total capex was $2,904 million.", True),
+    ("a caveat, then another year's figure", MLN, 2904,
+     "The filing does not provide FY2020 capex; for FY2019 it was $2,904 million.", False),
+    ("a refusal that declines outright", MLN, 2904,
+     "Capex is not disclosed, so it cannot be determined; total assets were $2,904 million.",
+     False),
+    ("one rounding step", "What is the FY2020 operating margin (in percents)?", "6.4%",
+     "Operating margin = 315 / 5,000 = 6.3%.", True),
+    ("two rounding steps", "What is the FY2020 operating margin (in percents)?", "6.4%",
+     "Operating margin = 310 / 5,000 = 6.2%.", False),
+    ("no step on a whole-number gold", "How many days is the DSO?", "42", "DSO is 41 days.", False),
+    ("a zero is not a small gold", PCT, 0.003, "Sales were flat, a change of 0.", False),
+    ("a year-like amount", MLN, 2016, "Capex for fiscal year 2020 was $2,016 million.", True),
+]
+
+
+@pytest.mark.parametrize("rule, question, gold, answer, correct", CASES,
+                         ids=[case[0] for case in CASES])
+def test_issue_27_rules(rule, question, gold, answer, correct):
+    verdict = grade(answer, gold, question=question, rel_tol=0.01)
+    assert verdict.is_correct is correct, verdict.reasoning
+    # The same gold as text grades the same.
+    assert grade(answer, number_text(gold), question=question,
+                 rel_tol=0.01).is_correct is correct
+
+
+def test_number_text_rejects_what_is_not_a_gold():
+    with pytest.raises(TypeError):
+        number_text(True)
+    with pytest.raises(TypeError):
+        number_text(None)
+
+
+def test_a_caveat_needs_a_later_clause():
+    text = "The filing does not specify the split; net income was $42 million."
+    assert refusal(text, committed_at=text.index("$"), caveats=True) == ""
+    assert refusal(text, committed_at=text.index("$")) == "does not specify"
