@@ -151,19 +151,22 @@ def test_local_file_in_real_schema_skips_and_counts_bad_rows(tmp_path):
         _real_row(financebench_id="c", evidence=[]),
         _real_row(financebench_id="d", evidence=[{"doc_name": "x"}]),
         _real_row(financebench_id="e", answer=1577.0),
+        _real_row(financebench_id="h", answer=0.308),
+        _real_row(financebench_id="i", answer=True),
         _real_row(financebench_id="f", evidence=[{"evidence_text": "t", "evidence_page_num": "9"}]),
         {k: v for k, v in _real_row(financebench_id="g").items() if k != "question"},
     ]
     path = tmp_path / "financebench_open_source.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\nnot json\n")
     result = load_financebench(str(path), synthetic_count=1, seed=0)
-    assert [r.financebench_id for r in result.rows] == ["financebench_id_03029", "b"]
+    assert [r.financebench_id for r in result.rows] == ["financebench_id_03029", "b", "e", "h"]
+    assert [r.answer for r in result.rows[2:]] == ["1577", "0.308"]  # bare numeric gold, as text
     assert result.rows[1].question_reasoning == ""
     assert result.rows[0].evidence[0].evidence_page_num == 59
     assert result.n_skipped == 6
     assert result.skipped_reasons["field 'evidence' must be a non-empty list"] == 1
     assert result.skipped_reasons["missing field 'evidence_text'"] == 1
-    assert result.skipped_reasons["field 'answer' is float, expected str"] == 1
+    assert result.skipped_reasons["field 'answer' is bool, expected str or a number"] == 1
     assert result.skipped_reasons["missing field 'question'"] == 1
 
 

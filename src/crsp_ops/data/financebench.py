@@ -14,7 +14,12 @@ from typing import Any, TypeVar
 from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
 from crsp_ops.data.load_result import LoadResult, RowError, SkipTally, warn_skipped
-from crsp_ops.data.row_fields import optional_int, optional_str, required_str
+from crsp_ops.data.row_fields import (
+    optional_int,
+    optional_str,
+    required_str,
+    required_text_or_number,
+)
 from crsp_ops.data.row_files import iter_raw_rows
 from crsp_ops.errors import DataError
 
@@ -26,7 +31,8 @@ T = TypeVar("T")
 def parse_financebench_row(row: Any) -> FinanceBenchExample:
     """Validate one raw row of the open-source set's schema.
 
-    ``financebench_id``, ``question`` and ``answer`` must be non-empty strings and ``evidence``
+    ``financebench_id`` and ``question`` must be non-empty strings, ``answer`` a non-empty
+    string or a number (a bare numeric gold, kept as text: ``1577.0`` → "1577"), and ``evidence``
     a non-empty list of objects with a non-empty ``evidence_text``; the descriptive fields may be
     null (the real set has null ``question_reasoning`` on some rows) but not another type.
 
@@ -47,7 +53,7 @@ def parse_financebench_row(row: Any) -> FinanceBenchExample:
         question_type=optional_str(row, "question_type"),
         question_reasoning=optional_str(row, "question_reasoning"),
         question=required_str(row, "question"),
-        answer=required_str(row, "answer"),
+        answer=required_text_or_number(row, "answer"),
         justification=optional_str(row, "justification"),
         evidence=tuple(_parse_evidence(item) for item in evidence),
     )

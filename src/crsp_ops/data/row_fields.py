@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,22 @@ def required_str(row: Mapping[str, Any], key: str) -> str:
     if not value.strip():
         raise RowError(f"field '{key}' is empty")
     return value
+
+
+def required_text_or_number(row: Mapping[str, Any], key: str) -> str:
+    """Return ``row[key]`` as text: a non-empty string, or a finite number written as text.
+
+    Results files and CSV exports store a numeric gold as a bare number (``0.308``, ``1577.0``);
+    it is kept as the shortest text that reads back as the same number ("0.308", "1577").
+    """
+    value = row.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise RowError(f"field '{key}' is {value}, expected a finite number")
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    if value is not None and not isinstance(value, str):
+        raise RowError(f"field '{key}' is {type(value).__name__}, expected str or a number")
+    return required_str(row, key)
 
 
 def optional_str(row: Mapping[str, Any], key: str) -> str:
