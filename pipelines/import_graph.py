@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The declared layers, lowest first. A package may import its own layer (without a cycle) and
-# any layer below, never one above. Keep in sync with the README's "Architecture" picture.
+# any layer below, never one above. Keep in sync with the picture in docs/architecture.md.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("crsp_ops.atomic_io", "crsp_ops.errors", "crsp_ops.paths", "crsp_ops.interrupts",
      "crsp_ops.openai_client"),
