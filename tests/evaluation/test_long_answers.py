@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import doctest
+from pathlib import Path
+
 import pytest
 
 from crsp_ops.evaluation.correctness import grade
@@ -66,3 +69,8 @@ def test_a_caveat_needs_a_later_clause():
     text = "The filing does not specify the split; net income was $42 million."
     assert refusal(text, committed_at=text.index("$"), caveats=True) == ""
     assert refusal(text, committed_at=text.index("$")) == "does not specify"
+
+
+def test_the_grading_page_examples_run():
+    page = Path(__file__).resolve().parents[2] / "docs" / "grading.md"
+    assert doctest.testfile(str(page), module_relative=False).failed == 0

@@ -2,12 +2,16 @@ r"""Choose the number a response commits to, and say which one was taken and why
 
 The committed span, strongest first: the last ``<answer>`` tag, the last ``\boxed{}``, the
 sentence after the last "final answer" / "the answer is" / "answer:", the sentence of the last
-"is approximately" / "therefore ... is" / "comes to", else the last sentence with a figure.
-Within it, years, document/page/note references, dates and counts are skipped
-(``number_roles``), figures quoted from the question yield to new ones, the question's year
-picks among figures of several years (``year_tags``), a figure after the last "=" or after
-"from ... to" wins, and a rate is preferred when the gold is a rate (an amount otherwise).
-Several distinct values offered together are spraying, not an answer (``spraying``).
+"is approximately" / "therefore ... is" / "comes to" (unless a later sentence computes a result
+with "=": "so the average is X. ... ROA = a / b = 1.42%" commits to 1.42%), else the last
+sentence with a figure not stated for another year than the asked one. Within it, years,
+document/page/note references, dates and counts are skipped (``number_roles``), figures quoted
+from the question yield to new ones, the question's year picks among figures of several years
+(``year_tags``), a figure after the last "=" wins, then the figures after the last conclusion
+word ("so", "therefore", "gives", "is", "was": "2.9% and 3.2%, so it rose 0.3 points"), then
+"from ... to", and a rate is preferred when the gold is a rate (an amount otherwise). Several
+distinct values offered together are spraying, not an answer (``spraying``); a refusal before
+the figure in an earlier clause is a caveat unless the figure is another year's (``refusals``).
 """
 
 from __future__ import annotations
