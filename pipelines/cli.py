@@ -19,19 +19,20 @@ import sys
 from collections.abc import Sequence
 
 from pipelines.commands import COMMANDS
-from pipelines.entry import execute, stage_parser
+from pipelines.entry import execute, help_text, stage_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``crsp-ops`` argument parser with every subcommand."""
     parser = argparse.ArgumentParser(
-        prog="crsp-ops", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="crsp-ops", description=help_text(__doc__),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         sub = subparsers.add_parser(
-            name, help=module.HELP, description=module.__doc__,
+            name, help=help_text(module.HELP), description=help_text(module.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         stage_parser(module, sub)

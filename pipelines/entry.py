@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -63,6 +64,15 @@ def dotted_overrides(extra: Sequence[str]) -> list[str]:
             value = items.pop(0)
         out.append(f"{key}={value}")
     return out
+
+
+def help_text(docstring: str | None) -> str | None:
+    """A module docstring as ``--help`` shows it: RST literals (````x````) become plain ``x``.
+
+    >>> help_text("Run ``crsp-ops evolve`` twice.")
+    'Run crsp-ops evolve twice.'
+    """
+    return re.sub(r"``([^`]+)``", r"\1", docstring) if docstring else docstring
 
 
 def stage_parser(driver: ModuleType, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -122,7 +132,7 @@ def stage_main(driver: ModuleType) -> Callable[[Sequence[str] | None], int]:
     def main(argv: Sequence[str] | None = None) -> int:
         stage = module_name.rpartition(".")[2]
         parser = argparse.ArgumentParser(
-            prog=f"python -m {module_name}", description=driver.__doc__,
+            prog=f"python -m {module_name}", description=help_text(driver.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         return execute(stage_parser(driver, parser), argv, stage)
