@@ -97,7 +97,19 @@ def run(args: argparse.Namespace) -> int:
             atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
         tracker.close()
     print(f"trained {result.steps_done} steps; model in {result.model_dir}")
+    if len(trainer.curve) >= 2:
+        print(describe_curve(trainer.curve[0], trainer.curve[-1]))
     return 0
+
+
+def describe_curve(before, after) -> str:
+    """The held-out solve rate before and after training, with 95% intervals."""
+    def point(p) -> str:
+        low, high = p.solve_rate_ci
+        return (f"{p.solve_rate:.3f} [{low:.3f}, {high:.3f}] (well-formed {p.well_formed:.2f}, "
+                f"correct among well-formed {p.solve_rate_well_formed:.3f})")
+    return (f"held-out solve rate ({after.tasks} tasks, greedy, 95% CI): step {before.step} "
+            f"{point(before)} -> step {after.step} {point(after)}")
 
 
 def limo_math_tasks(settings, limo_path: Path):
@@ -105,10 +117,13 @@ def limo_math_tasks(settings, limo_path: Path):
 
     Without rows (or without math tasks) both task lists are empty.
     """
+    from crsp_ops.crsp.edge_tasks import edge_math_tasks
     from crsp_ops.crsp.limo_tasks import load_limo_result, math_tasks, split_heldout
 
     if "math" not in settings.crsp.problem_types:
         return [], [], 0
+    if settings.crsp.math_source == "edge":
+        return (*edge_math_tasks(settings.crsp), 0)
     try:
         result = load_limo_result("stage", limo_path, synthetic_count=settings.limo.n_synthetic,
                                   seed=settings.limo.seed, hub_split=settings.limo.hub_split)

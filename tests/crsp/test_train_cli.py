@@ -96,3 +96,38 @@ def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir):
 def test_train_cli_rejects_a_missing_model(project):
     with pytest.raises(FileNotFoundError, match="config.json"):
         main(["train", "--model", "nowhere", "--set", "tracking.enabled=n"])
+
+
+def test_train_cli_logs_a_learning_curve_on_edge_tasks(project, tiny_model_dir, capsys):
+    args = ["train", "--model", str(tiny_model_dir), "--out", "models/crsp",
+            "--set", f"train.steps={STEPS}"]
+    for item in [*FAST, "crsp.problem_types=math", "crsp.math_source=edge",
+                 "crsp.heldout_math=6", "train.eval_math_tasks=6", "train.eval_interval=1",
+                 "train.tasks_per_type=2", "train.proposals_per_step=0"]:
+        args += ["--set", item]
+    assert main(args) == 0
+
+    out = project / "models" / "crsp"
+    run_id = json.loads(run_record_path(out).read_text())["run_id"]
+    client = _client(project)
+    for key in ("eval/solve_rate/all", "eval/solve_rate/all_ci_low",
+                "eval/solve_rate/all_ci_high", "eval/solve_rate/well_formed",
+                "eval/solve_rate/well_formed_ci_low", "eval/solve_rate/heldout_tasks"):
+        history = client.get_metric_history(run_id, key)
+        assert sorted(m.step for m in history) == [0, 1, 2], key  # before, then every step
+    for low, value, high in zip(*(client.get_metric_history(run_id, f"eval/solve_rate/all{s}")
+                                  for s in ("_ci_low", "", "_ci_high")), strict=True):
+        assert low.value <= value.value <= high.value
+    assert {m.value for m in client.get_metric_history(
+        run_id, "eval/solve_rate/heldout_tasks")} == {6.0}
+    families = {k for k in client.get_run(run_id).data.metrics if k.startswith("solve_rate/family/")}
+    known = {"add", "subtract", "multiply", "add_subtract", "math"}  # math: the starter tasks
+    assert families and families <= {f"solve_rate/family/{f}" for f in known}
+
+    curve = json.loads((out / "learning_curve.json").read_text())["points"]
+    assert [p["step"] for p in curve] == [0, 1, 2]
+    assert [p["samples"] for p in curve] == [0, 4, 8]  # 2 tasks x 2 samples per step
+    assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {a.path for a in client.list_artifacts(run_id)} >= {"learning_curve.json",
+                                                              "learning_curve.png"}
+    assert "held-out solve rate (6 tasks, greedy, 95% CI): step 0 " in capsys.readouterr().out

@@ -36,6 +36,9 @@ class CrspSettings:
     buffer_size: int
     propose_references: int
     heldout_math: int
+    math_source: str  # "limo" (the limo stage's rows) | "edge" (data/edge_math.py)
+    edge_difficulty: int
+    edge_tasks: int
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.problem_types) - set(KNOWN_PROBLEM_TYPES))

@@ -42,7 +42,7 @@ from crsp_ops.crsp.tasks import (
     solve_response,
     validate_proposals,
 )
-from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, Task, TaskType, task_family
 from crsp_ops.inference.backend import GenerationBackend, Message
 from crsp_ops.inference.completions import Completion, SamplingParams
 
@@ -160,7 +160,7 @@ def solve(backend: GenerationBackend, executor: SandboxExecutor, tasks: Sequence
             "solve", task.task_type.value, f"solve/{index // n}/{index % n}", tuple(messages),
             completion, reward, role, check.well_formed, check.correct,
             {"task_index": index // n, "answer": check.answer, "detail": check.detail,
-             "length_reward": length}))
+             "length_reward": length, "family": task_family(task)}))
     return samples, checks
 
 

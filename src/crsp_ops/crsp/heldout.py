@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.tasks import SolutionCheck, check_solutions, solve_messages, solve_response
 from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
+from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import SamplingParams
 
@@ -75,6 +78,38 @@ def solve_checks(backend: GenerationBackend, tasks: Sequence[Task], executor: Sa
     return check_solutions(tasks, responses, executor)
 
 
+def _with_interval(name: str, values: Sequence[float]) -> dict[str, float]:
+    low, high = bootstrap_interval(values)
+    return {name: float(np.mean(values)), f"{name}_ci_low": low, f"{name}_ci_high": high}
+
+
+def heldout_metrics(tasks: Sequence[Task], checks: Sequence[SolutionCheck]) -> dict[str, float]:
+    """Solve rate per type, and overall / well-formed / among-well-formed with 95% intervals.
+
+    ``solve_rate_well_formed`` (correct among well-formed answers) tells answer learning from
+    format learning: a gain in ``all`` that leaves it flat is a format gain.
+
+    >>> tasks = [CodeTask(TaskType.CODE_O, "def f(): pass", ("",), ("None",))] * 4
+    >>> checks = [SolutionCheck(form, ok, "") for ok, form in
+    ...           [(True, True), (False, True), (False, False), (False, False)]]
+    >>> m = heldout_metrics(tasks, checks)
+    >>> m["all"], m["well_formed"], m["solve_rate_well_formed"], m["heldout_tasks"]
+    (0.25, 0.5, 0.5, 4.0)
+    """
+    if not tasks:
+        return {}
+    correct = [float(check.correct) for check in checks]
+    formed = [float(check.well_formed) for check in checks]
+    rates: dict[str, float] = solve_rates(tasks, [check.correct for check in checks])
+    rates.update(_with_interval("all", correct))
+    rates.update(_with_interval("well_formed", formed))
+    among = [c for c, f in zip(correct, formed, strict=True) if f]
+    rates.update(_with_interval("solve_rate_well_formed", among) if among else
+                 {"solve_rate_well_formed": 0.0})
+    rates["heldout_tasks"] = float(len(tasks))
+    return rates
+
+
 def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
                         executor: SandboxExecutor, *, max_new_tokens: int) -> dict[str, float]:
     """Greedy solve rate per task type, plus ``all`` and ``well_formed`` (format rate).
@@ -86,12 +121,10 @@ def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
         max_new_tokens: response budget.
 
     Returns:
-        ``{"code_o": ..., "math": ..., "all": ..., "well_formed": ...}``.
+        ``heldout_metrics``: ``{"code_o": ..., "math": ..., "all": ..., "all_ci_low": ...,
+        "well_formed": ..., "solve_rate_well_formed": ..., ...}``.
     """
     if not tasks:
         return {}
-    checks = solve_checks(backend, tasks, executor, max_new_tokens=max_new_tokens)
-    rates = solve_rates(tasks, [check.correct for check in checks])
-    rates["all"] = sum(check.correct for check in checks) / len(checks)
-    rates["well_formed"] = sum(check.well_formed for check in checks) / len(checks)
-    return rates
+    return heldout_metrics(tasks, solve_checks(backend, tasks, executor,
+                                               max_new_tokens=max_new_tokens))

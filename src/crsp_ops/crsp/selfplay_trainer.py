@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from crsp_ops.atomic_io import atomic_write_json
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.accelerator import make_accelerator
@@ -48,10 +49,16 @@ from crsp_ops.crsp.episode import Episode, EpisodeOptions, run_episode
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
 from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
 from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
+from crsp_ops.crsp.learning_curve import CurvePoint, curve_point, save_curve_figure
 from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
 from crsp_ops.crsp.rank_metrics import global_metrics
 from crsp_ops.crsp.rollout_building import build_rollouts
-from crsp_ops.crsp.step_metrics import episode_metrics, sample_table
+from crsp_ops.crsp.step_metrics import (
+    episode_metrics,
+    family_solve_counts,
+    flat_families,
+    sample_table,
+)
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import starter_tasks
 from crsp_ops.crsp.tasks.task_types import MathTask, Task, TaskType
@@ -61,6 +68,7 @@ from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
 RANK_SUMMARY = ("rollouts/count", "response_tokens", "loss")  # each rank's own, in the log
+CURVE_FILE = "learning_curve.json"  # held-out evaluations of the run (and .png beside it)
 
 
 @dataclass(frozen=True)
@@ -186,6 +194,8 @@ class SelfPlayTrainer:
         self.update_options = replace(
             self.update_options, on_policy=isinstance(self.generation, InProcessGeneration))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.solve_samples = 0  # solve responses generated for training (the curve's x axis)
+        self.curve: list[CurvePoint] = []
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -222,6 +232,10 @@ class SelfPlayTrainer:
         self.buffers.load_state(state["buffers"])
         restore_rng(state["rng"], self.rng)
         self.step = int(state["step"])
+        self.solve_samples = int(state.get("solve_samples", 0))
+        self.curve = [CurvePoint(**{**row, "solve_rate_ci": tuple(row["solve_rate_ci"]),
+                                    "well_formed_ci": tuple(row["well_formed_ci"])})
+                      for row in state.get("curve", [])]
         if self.accelerator.process_index:  # the checkpoint holds rank 0's RNG: others derive
             self.rng.seed(f"{self.settings.crsp.seed}:{self.step}:{self.accelerator.process_index}")
         logger.info("resumed from %s at step %d", checkpoint, self.step)
@@ -239,12 +253,15 @@ class SelfPlayTrainer:
         metrics: dict[str, float] = {}
         evaluation: dict[str, float] = {}
         try:
+            if self.step == 0:  # a fresh run: the curve starts at the base model
+                self._log(self.evaluate())
             while self.step < self.settings.train.steps:
                 metrics, episode = self.train_step()
                 self.step += 1
                 self._after_step(metrics, episode)
             evaluation = self.evaluate()
             self._log(evaluation)
+            self.save_curve()
         except BaseException as error:
             if not isinstance(error, Exception):  # KeyboardInterrupt, SIGTERM's Terminated
                 logger.warning("interrupted after step %d: saving a checkpoint", self.step)
@@ -270,6 +287,7 @@ class SelfPlayTrainer:
         update = self._update(episode)
         updated = time.perf_counter()
         self.buffers.add(episode.new_tasks)
+        self.solve_samples += sum(sample.role == "solve" for sample in episode.samples)
         reloaded = self.generation.sync(step, self.unwrapped_model)
         elapsed = time.perf_counter() - started
         metrics = {
@@ -314,6 +332,9 @@ class SelfPlayTrainer:
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
         train = self.settings.train
         self._log(metrics, model=self.unwrapped_model)
+        if self.step == 1:  # the first episode samples the base policy: its per-family rates
+            for warning in flat_families(family_solve_counts(episode)):
+                logger.warning("step 1 (base policy): %s", warning)
         if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
             self.tracker.log_dict(sample_table(episode, self.step),
                                   f"samples/step_{self.step:06d}.json")
@@ -337,7 +358,10 @@ class SelfPlayTrainer:
     # ---- evaluation, checkpoints, output -------------------------------------------------
 
     def evaluate(self) -> dict[str, float]:
-        """Greedy held-out solve rate per type (``eval/solve_rate/<type>``)."""
+        """Greedy held-out solve rate per type (``eval/solve_rate/<type>``), with intervals.
+
+        Each evaluation is also a point of the run's learning curve (``save_curve``).
+        """
         types = [TaskType(name) for name in self.settings.crsp.problem_types]
         tasks: list[Task] = [*heldout_code_tasks(self.executor, types)]
         if TaskType.MATH in types:
@@ -345,7 +369,20 @@ class SelfPlayTrainer:
         self.unwrapped_model.eval()
         rates = evaluate_solve_rate(self.generation.backend, tasks, self.executor,
                                     max_new_tokens=self.settings.train.max_new_tokens_solve)
+        if "all" in rates:
+            self.curve.append(curve_point(self.step, self.solve_samples, rates))
         return {f"eval/solve_rate/{name}": rate for name, rate in rates.items()}
+
+    def save_curve(self) -> Path | None:
+        """Write ``learning_curve.json`` and its figure to the output dir and the run."""
+        if not self.curve or not self.accelerator.is_main_process:
+            return None
+        rows = [point.to_row() for point in self.curve]
+        self.tracker.log_dict({"points": rows}, CURVE_FILE)
+        figure = save_curve_figure({self.settings.train.algorithm_name: self.curve},
+                                   self.out_dir / "learning_curve.png")
+        self.tracker.log_artifact(figure)
+        return atomic_write_json(self.out_dir / CURVE_FILE, {"points": rows})
 
     def save_checkpoint(self) -> Path | None:
         """Write the checkpoint of the completed steps (main process only)."""
@@ -353,7 +390,9 @@ class SelfPlayTrainer:
         if not self.accelerator.is_main_process or self.step == 0:
             return None
         state = {"step": self.step, "optimizer": self.optimizer.state_dict(),
-                 "buffers": self.buffers.state(), "rng": rng_state(self.rng)}
+                 "buffers": self.buffers.state(), "rng": rng_state(self.rng),
+                 "solve_samples": self.solve_samples,
+                 "curve": [point.to_row() for point in self.curve]}
         return save_checkpoint(self.out_dir, self.step, self.unwrapped_model, self.tokenizer,
                                state, keep=self.settings.train.keep_checkpoints)
 

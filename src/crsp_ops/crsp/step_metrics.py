@@ -41,6 +41,8 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
         solved = [float(s.passed) for s in episode.samples
                   if s.role == "solve" and s.task_type == task_type]
         metrics[f"solve_rate/{task_type}"] = _mean_std(solved)[0]
+    for family, (hits, total) in family_solve_counts(episode).items():
+        metrics[f"solve_rate/family/{family}"] = hits / total
     count = episode.counters.get("proposals/count", 0.0)
     metrics["proposals/valid_rate"] = episode.counters.get("proposals/valid", 0.0) / count \
         if count else 0.0
@@ -49,6 +51,32 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
     metrics["critique/creativity"] = _mean_std([s.info["creativity"] for s in critiques])[0]
     metrics["response_tokens"] = float(sum(s.completion.response_tokens for s in episode.samples))
     return metrics
+
+
+def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
+    """``{family: (correct, rollouts)}`` over the step's solve rollouts (see ``task_family``)."""
+    counts: dict[str, list[int]] = {}
+    for sample in (s for s in episode.samples if s.role == "solve"):
+        family = counts.setdefault(sample.info.get("family", sample.task_type), [0, 0])
+        family[0] += int(sample.passed)
+        family[1] += 1
+    return {name: (hits, total) for name, (hits, total) in sorted(counts.items())}
+
+
+def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
+    """Warnings for families whose rollouts were all wrong or all right: zero advantage.
+
+    >>> flat_families({"add": (3, 8), "add_subtract": (0, 8), "code_o": (8, 8)})[0]
+    'family add_subtract: 0 of 8 solve rollouts correct (all wrong): its groups have zero advantage and teach nothing; use easier tasks (e.g. crsp.edge_difficulty)'
+    """
+    warnings = []
+    for family, (hits, total) in counts.items():
+        if total and hits in (0, total):
+            kind, fix = (("all wrong", "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
+                         else ("all right", "use harder tasks"))
+            warnings.append(f"family {family}: {hits} of {total} solve rollouts correct ({kind}): "
+                            f"its groups have zero advantage and teach nothing; {fix}")
+    return warnings
 
 
 def _last_user(sample: RoleSample) -> str:

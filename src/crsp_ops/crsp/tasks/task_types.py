@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class TaskType(str, enum.Enum):
@@ -50,6 +50,7 @@ class MathTask:
     question: str
     solution: str  # reference reasoning (used for trajectory seeding)
     answer: str  # final answer, compared after normalisation
+    family: str = field(default="", repr=False)  # generator family ("add", ...); "" for LIMO
 
     @property
     def task_type(self) -> TaskType:
@@ -58,3 +59,12 @@ class MathTask:
 
 
 Task = CodeTask | MathTask
+
+
+def task_family(task: CodeTask | MathTask) -> str:
+    """The family a task's solve rate is reported under: its generator family, else its type.
+
+    >>> task_family(MathTask("1+1?", "", "2", family="add")), task_family(MathTask("q", "", "1"))
+    ('add', 'math')
+    """
+    return getattr(task, "family", "") or task.task_type.value

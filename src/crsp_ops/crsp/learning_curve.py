@@ -1,0 +1,87 @@
+"""Learning curves: held-out solve rate (with 95% bands) against generated solve samples.
+
+A curve is a list of ``CurvePoint`` records, one per held-out evaluation; the trainer writes
+its own (``learning_curve.json`` + ``.png`` in the output directory) and
+``benchmarks/learning_curve.py`` draws several trainers' curves on one figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from crsp_ops.atomic_io import atomic_path
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One held-out evaluation of a training run."""
+
+    step: int  # optimizer steps done
+    samples: int  # solve responses generated for training so far
+    solve_rate: float
+    solve_rate_ci: tuple[float, float]
+    well_formed: float
+    well_formed_ci: tuple[float, float]
+    solve_rate_well_formed: float  # correct among well-formed answers
+    tasks: int
+
+    def to_row(self) -> dict:
+        """JSON-ready (intervals as lists)."""
+        row = asdict(self)
+        row["solve_rate_ci"], row["well_formed_ci"] = list(self.solve_rate_ci), list(
+            self.well_formed_ci)
+        return row
+
+
+def curve_point(step: int, samples: int, metrics: Mapping[str, float]) -> CurvePoint:
+    """A point from ``crsp.heldout.heldout_metrics`` output.
+
+    >>> p = curve_point(2, 64, {"all": 0.5, "all_ci_low": 0.4, "all_ci_high": 0.6,
+    ...     "well_formed": 0.9, "well_formed_ci_low": 0.85, "well_formed_ci_high": 0.95,
+    ...     "solve_rate_well_formed": 0.55, "heldout_tasks": 200.0})
+    >>> p.solve_rate_ci, p.tasks
+    ((0.4, 0.6), 200)
+    """
+    return CurvePoint(
+        step=step, samples=samples, solve_rate=metrics["all"],
+        solve_rate_ci=(metrics["all_ci_low"], metrics["all_ci_high"]),
+        well_formed=metrics["well_formed"],
+        well_formed_ci=(metrics["well_formed_ci_low"], metrics["well_formed_ci_high"]),
+        solve_rate_well_formed=metrics.get("solve_rate_well_formed", 0.0),
+        tasks=int(metrics["heldout_tasks"]))
+
+
+def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Path, *,
+                      title: str = "") -> Path:
+    """Held-out solve rate and well-formed share vs generated samples, one line per curve.
+
+    Each line carries its 95% band; written atomically as PNG.
+    """
+    figure = Figure(figsize=(11, 4.2), layout="constrained")
+    solve_axis, format_axis = figure.subplots(1, 2)
+    for index, (name, points) in enumerate(curves.items()):
+        colour = f"C{index % 10}"
+        samples = [p.samples for p in points]
+        for axis, value, band in ((solve_axis, "solve_rate", "solve_rate_ci"),
+                                  (format_axis, "well_formed", "well_formed_ci")):
+            axis.plot(samples, [getattr(p, value) for p in points], marker="o", color=colour,
+                      label=name)
+            axis.fill_between(samples, [getattr(p, band)[0] for p in points],
+                              [getattr(p, band)[1] for p in points], color=colour, alpha=0.18)
+    tasks = max((p.tasks for points in curves.values() for p in points), default=0)
+    solve_axis.set(xlabel="generated solve samples", ylabel="held-out solve rate (greedy)",
+                   title=f"solve rate, {tasks} held-out tasks, 95% bands")
+    format_axis.set(xlabel="generated solve samples", ylabel="well-formed share",
+                    title="well-formed answers", ylim=(0, 1.02))
+    for axis in (solve_axis, format_axis):
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="small")
+    if title:
+        figure.suptitle(title, fontsize="medium")
+    with atomic_path(path, suffix=".png") as tmp:
+        figure.savefig(tmp, dpi=110, format="png")
+    return Path(path)
