@@ -45,6 +45,20 @@ CASES = [
     ("no step on a whole-number gold", "How many days is the DSO?", "42", "DSO is 41 days.", False),
     ("a zero is not a small gold", PCT, 0.003, "Sales were flat, a change of 0.", False),
     ("a year-like amount", MLN, 2016, "Capex for fiscal year 2020 was $2,016 million.", True),
+    ("the compared figure is not the answer", "What is the FY2020 gross margin (in percents)?",
+     0.412, "So the gross margin is 41.2%, which is above the sector average of 38.0%.", True),
+    ("a closing comparison is an aside", "What is the FY2020 gross margin (in percents)?",
+     0.412, "Gross margin = 1,236 / 3,000 = 41.2%. For comparison, peers = 380 / 1,000 = 38.0%.",
+     True),
+    ("a change does not answer a level", "What is the FY2020 gross margin (in percents)?",
+     0.094, "Gross profit was $512 million, and revenue grew 9.4% over the prior year.", False),
+    ("a share does not answer a change", PCT, 0.184,
+     "Sales were $2,960 million, representing 18.4% of group revenue.", False),
+    ("an amount change does not answer a percent change", PCT, 0.184,
+     "Sales rose from $2,500 million in FY2019 to $2,960 million in FY2020, up $460 million.",
+     False),
+    ("a refusal, then another year's figure", MLN, 2904,
+     "FY2020 capex is not separately disclosed; the FY2019 figure was $2,904 million.", False),
 ]
 
 

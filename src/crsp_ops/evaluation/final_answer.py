@@ -4,14 +4,18 @@ The committed span, strongest first: the last ``<answer>`` tag, the last ``\boxe
 sentence after the last "final answer" / "the answer is" / "answer:", the sentence of the last
 "is approximately" / "therefore ... is" / "comes to" (unless a later sentence computes a result
 with "=": "so the average is X. ... ROA = a / b = 1.42%" commits to 1.42%), else the last
-sentence with a figure not stated for another year than the asked one. Within it, years,
-document/page/note references, dates and counts are skipped (``number_roles``), figures quoted
-from the question yield to new ones, the question's year picks among figures of several years
-(``year_tags``), a figure after the last "=" wins, then the figures after the last conclusion
-word ("so", "therefore", "gives", "is", "was": "2.9% and 3.2%, so it rose 0.3 points"), then
-"from ... to", and a rate is preferred when the gold is a rate (an amount otherwise). Several
-distinct values offered together are spraying, not an answer (``spraying``); a refusal before
-the figure in an earlier clause is a caveat unless the figure is another year's (``refusals``).
+sentence with a figure that is neither another year's nor in a comparing aside ("For
+comparison, ...", "peers", "prior year"); a later "=" result in such an aside does not count
+either. Within the span, years, document/page/note references, dates, counts and rates of the
+wrong kind ("grew 9.4%" for a margin, "18.4% of revenue" for a growth) are skipped
+(``number_roles``); figures quoted from the question and figures compared against ("than",
+"above the average of") yield to the others; for a change, "from X to Y" endpoints are inputs;
+the question's year picks among figures of several years (``year_tags``); a figure after the
+last "=" wins, then the figures after the last conclusion word ("so", "therefore", "gives",
+"is", "was", but not "which is": "2.9% and 3.2%, so it rose 0.3 points"), then "from ... to",
+and a rate is preferred when the gold is a rate (an amount otherwise). Several distinct values
+offered together are spraying, not an answer (``spraying``); a refusal before the figure in an
+earlier clause is a caveat (``refusals``), never when the figure is another year's.
 """
 
 from __future__ import annotations
@@ -53,6 +57,17 @@ _CONCLUDES = re.compile(
     r"(?:amounts?|amounted|comes?|came)\s+to|stands?\s+at|stood\s+at)\b",
     re.IGNORECASE,
 )
+# Sentences that set the answer beside something else: another period, peers, a benchmark.
+_ASIDE = re.compile(
+    r"\b(?:for|by|in)\s+(?:comparison|contrast|reference|context)\b|"
+    r"\b(?:prior|previous|preceding)\s+(?:year|period|quarter)|\bpeers?\b|\bindustry\b|"
+    r"\bbenchmark", re.IGNORECASE)
+# A figure introduced as the thing compared against: "higher than the industry average of 10.1%".
+_COMPARED = re.compile(
+    r"\b(?:than|compared\s+(?:with|to)|versus|vs\.?|relative\s+to|against|above|below|"
+    r"exceed(?:s|ed|ing)?|ahead\s+of|behind|average\s+of|median\s+of)\b[^\d.;\n]{0,40}$",
+    re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(?:which|that|who)\s+$", re.IGNORECASE)  # "..., which is above ..."
 _EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
@@ -136,8 +151,8 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
         in_span = [n for n in candidates if start <= n.start < end]
     if not how and candidates:
         # "... = 2.84%. In FY2020 it was 2.91%.": a closing aside about another year is not it.
-        last = next((n for n in reversed(candidates)
-                     if _of_asked_year_or_untagged(n, text, intent)), candidates[-1])
+        last = next((n for n in reversed(candidates) if _of_asked_year_or_untagged(n, text, intent)
+                     and not _in_aside(n, text)), candidates[-1])
         start, end = sentence_bounds(text, last.start)
         how = "last sentence with a figure"
         in_span = [n for n in candidates if start <= n.start < end]
@@ -153,8 +168,9 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
     if not rivals and how == "last sentence with a figure":
         rivals = hedged_elsewhere(chosen, candidates, text, segment)
     scope, offset = (segment, start) if how and not how.startswith("last") else (text, 0)
-    refused = refusal(scope, committed_at=chosen.start - offset,
-                      caveats=_of_asked_year_or_untagged(chosen, text, intent))
+    # A refusal followed by another year's figure stands: that figure answers something else.
+    fits = _of_asked_year_or_untagged(chosen, text, intent)
+    refused = refusal(scope, committed_at=chosen.start - offset if fits else None, caveats=True)
     change = next(((a, b) for a, b in _from_to_pairs(in_span, text)
                    if chosen is a or chosen is b), None) if intent.asks_change else None
     return AnswerChoice(chosen, f"took {chosen.text!r} ({how}){skipped_note}", how, text, segment,
@@ -165,6 +181,10 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
           wants_percent: bool) -> ParsedNumber:
     """The committed figure among the span's candidates (see the module docstring)."""
     pool = [n for n in in_span if not _quoted(n, intent)] or in_span
+    pool = [n for n in pool if not _COMPARED.search(text, max(0, n.start - 50), n.start)] or pool
+    if intent.asks_change:  # "from $2,500 million in FY2021 to $2,960 million": inputs, any year
+        ends = {id(n) for pair in _from_to_pairs(pool, text) for n in pair}
+        pool = [n for n in pool if id(n) not in ends] or pool
     pool = _of_the_asked_year(pool, text, intent)
     after_equals = _after_last_equals(pool, text)
     if after_equals is not None:
@@ -203,15 +223,22 @@ def _later_result(candidates: list[ParsedNumber], text: str, after: int) -> Pars
         if number.start < after:
             return None
         start, _ = sentence_bounds(text, number.start)
-        if _EQUALS.search(text, max(start, after), number.start):
+        if _EQUALS.search(text, max(start, after), number.start) and not _in_aside(number, text):
             return number
     return None
+
+
+def _in_aside(number: ParsedNumber, text: str) -> bool:
+    """The figure's sentence compares (another period, peers, a benchmark)."""
+    start, end = sentence_bounds(text, number.start)
+    return bool(_ASIDE.search(text, start, end))
 
 
 def _after_last_conclusion(pool: list[ParsedNumber], text: str) -> list[ParsedNumber]:
     """In "X was 2.9% and 3.2%, so it rose by 0.3 points", the figures the conclusion states."""
     words = [m for m in _CONCLUDES.finditer(text, pool[0].end, pool[-1].start)
-             if text.rfind("(", 0, m.start()) <= text.rfind(")", 0, m.start())]  # not an aside
+             if text.rfind("(", 0, m.start()) <= text.rfind(")", 0, m.start())  # not an aside
+             and not _RELATIVE.search(text, max(0, m.start() - 8), m.start())]
     if not words:
         return pool
     return [n for n in pool if n.start >= words[-1].end()] or pool

@@ -39,7 +39,8 @@ _DECREASE = re.compile(r"\b(?:decreas|declin|drop|fall|fell|reduc|shrink|shrank|
                        re.IGNORECASE)
 _CHANGE = re.compile(
     r"\b(?:chang|grow|grew|growth|increas|decreas|declin|differ|by\s+how\s+much|expan|contract|"
-    r"improv|deteriorat|cagr)", re.IGNORECASE)
+    r"improv|deteriorat|cagr|ris[ei]|rose|fell|fall|drop|jump|year[- ]over[- ]year|yoy)",
+    re.IGNORECASE)
 _COUNT = re.compile(r"\bhow\s+many\b|\bnumber\s+of\s+(?!shares\b)", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:which|what|in\s+which|in\s+what)\s+(?:fiscal\s+)?year\b", re.IGNORECASE)
 _WORD_DIGITS = {"one": 1, "two": 2, "three": 3, "four": 4}
