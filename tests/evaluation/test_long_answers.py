@@ -59,6 +59,15 @@ CASES = [
      False),
     ("a refusal, then another year's figure", MLN, 2904,
      "FY2020 capex is not separately disclosed; the FY2019 figure was $2,904 million.", False),
+    ("a parenthesis after a figure restates it", "What is the FY2020 payout (in percents)?",
+     0.642, "Dividends over earnings give a payout ratio of 0.642 (64.2%).", True),
+    ("a range is not a commitment", "What is the FY2020 ROIC (in percents)?", "11.3%",
+     "ROIC is around 11% to 12%.", False),
+    ("a closing 'higher than' sentence is an aside", "What is the FY2020 margin (in percents)?",
+     "14.3%", "Margin = 1,430 / 10,000 = 14.3%. This is higher than the 12.9% of FY2019.", True),
+    ("each year's rate gives the change", "What was the FY2019 to FY2020 change in gross margin "
+     "(in percentage points)?", -0.012, "Gross margin was 34.5% in FY2019 and 33.3% in FY2020.",
+     True),
 ]
 
 

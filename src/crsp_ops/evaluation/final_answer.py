@@ -9,7 +9,8 @@ comparison, ...", "peers", "prior year"); a later "=" result in such an aside do
 either. Within the span, years, document/page/note references, dates, counts and rates of the
 wrong kind ("grew 9.4%" for a margin, "18.4% of revenue" for a growth) are skipped
 (``number_roles``); figures quoted from the question and figures compared against ("than",
-"above the average of") yield to the others; for a change, "from X to Y" endpoints are inputs;
+"above the average of") yield to the others; for a change, the endpoints of "from X to Y" or
+"X in 2020 and Y in 2021" are inputs (and, stated alone, their difference is graded);
 the question's year picks among figures of several years (``year_tags``); a figure after the
 last "=" wins, then the figures after the last conclusion word ("so", "therefore", "gives",
 "is", "was", but not "which is": "2.9% and 3.2%, so it rose 0.3 points"), then "from ... to",
@@ -68,6 +69,9 @@ _COMPARED = re.compile(
     r"exceed(?:s|ed|ing)?|ahead\s+of|behind|average\s+of|median\s+of)\b[^\d.;\n]{0,40}$",
     re.IGNORECASE)
 _RELATIVE = re.compile(r"\b(?:which|that|who)\s+$", re.IGNORECASE)  # "..., which is above ..."
+_YEAR_PAIR = re.compile(
+    r"^\s*(?:in|for|during)\s+(?:fiscal\s+(?:year\s+)?|FY\s?'?)?(?:19|20)\d\d\s*,?\s*"
+    r"(?:and|to|vs\.?|versus|compared\s+(?:with|to))\s+$", re.IGNORECASE)
 _EQUALS = re.compile(r"=|≈|\bequals\b", re.IGNORECASE)
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
           wants_percent: bool) -> ParsedNumber:
     """The committed figure among the span's candidates (see the module docstring)."""
     pool = [n for n in in_span if not _quoted(n, intent)] or in_span
-    pool = [n for n in pool if not _COMPARED.search(text, max(0, n.start - 50), n.start)] or pool
+    pool = [n for n in pool if not _compared(n, text)] or pool
     if intent.asks_change:  # "from $2,500 million in FY2021 to $2,960 million": inputs, any year
         ends = {id(n) for pair in _from_to_pairs(pool, text) for n in pair}
         pool = [n for n in pool if id(n) not in ends] or pool
@@ -200,10 +204,10 @@ def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
 
 
 def _from_to_pairs(pool: list[ParsedNumber], text: str) -> list[tuple[ParsedNumber, ParsedNumber]]:
-    """Consecutive candidates written "from X to Y"."""
+    """Consecutive candidates written "from X to Y" or "X in 2020 and Y in 2021"."""
     return [(a, b) for a, b in zip(pool, pool[1:], strict=False)
-            if _FROM.search(text[max(0, a.start - 20):a.start])
-            and _TO.match(text[a.end:b.start])]
+            if (_FROM.search(text[max(0, a.start - 20):a.start])
+                and _TO.match(text[a.end:b.start])) or _YEAR_PAIR.match(text[a.end:b.start])]
 
 
 def _of_the_asked_year(pool: list[ParsedNumber], text: str,
@@ -229,9 +233,13 @@ def _later_result(candidates: list[ParsedNumber], text: str, after: int) -> Pars
 
 
 def _in_aside(number: ParsedNumber, text: str) -> bool:
-    """The figure's sentence compares (another period, peers, a benchmark)."""
+    """The figure is compared against, or its sentence compares (another period, peers)."""
     start, end = sentence_bounds(text, number.start)
-    return bool(_ASIDE.search(text, start, end))
+    return bool(_ASIDE.search(text, start, end)) or _compared(number, text)
+
+
+def _compared(number: ParsedNumber, text: str) -> bool:
+    return bool(_COMPARED.search(text, max(0, number.start - 50), number.start))
 
 
 def _after_last_conclusion(pool: list[ParsedNumber], text: str) -> list[ParsedNumber]:

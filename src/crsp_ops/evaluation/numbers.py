@@ -68,6 +68,8 @@ def find_numbers(text: str) -> list[ParsedNumber]:
 
     >>> [n.value for n in find_numbers("(1,234) vs $1.5bn, up 12.5%, 40 bps, 2.5x")]
     [-1234.0, 1500000000.0, 12.5, 40.0, 2.5]
+    >>> [n.value for n in find_numbers("a ratio of 0.642 (64.2%)")]
+    [0.642, 64.2]
     """
     unit = _UNIT_PHRASE.search(text)
     default_scale = SCALE_WORDS[(unit.group(1) or unit.group(2)).lower()] if unit else None
@@ -91,7 +93,9 @@ def _parsed(text: str, match: re.Match, default_scale: float | None, *,
     sign_at = match.start("sign") if match["sign"] else match.start("sign2")
     after_word = sign_at > 0 and text[sign_at - 1].isalnum()
     signed = bool(match["sign"] or match["sign2"]) and not after_word
-    negative = signed or bool(match["open"] and match["close"])
+    # "(1,234)" is negative; "0.642 (64.2%)" restates the figure before it.
+    restated = text[:match.start()].rstrip()[-1:] in tuple("0123456789%")
+    negative = signed or bool(match["open"] and match["close"] and not restated)
     raw = -raw if negative else raw
     kind = ("percent" if match["percent"] or match["percent_after"] else "bps" if match["bps"]
             else "multiple" if match["times"] else "plain")

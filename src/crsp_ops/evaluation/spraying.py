@@ -1,12 +1,12 @@
 """Number spraying: several distinct values offered without committing to one.
 
-"It could be 10%, 12% or 15%", "between 10% and 15%", a bare list "10%, 12%, 15%", or hedged
-sentences each offering a value ("It might be 4,980. It might also be 5,120.") must not count
-as answering with any of them. Not spraying: inputs of an expression ("66,608 / 9,648 ≈ 6.90"),
-restatements of the same value ("$1,577 million (or $1.577 billion)", "6.904, about 6.90",
-"17.98, or 18.00 rounded", "0.7981 (or 79.81%)"),
-figures of other years ("$942 million in 2021, $878 million in 2020"), and values of another
-kind ("$1,577 million, or 12% of revenue").
+"It could be 10%, 12% or 15%", "between 10% and 15%", a range "11% to 12%", a bare list
+"10%, 12%, 15%", or hedged sentences each offering a value ("It might be 4,980. It might also
+be 5,120.") must not count as answering with any of them. Not spraying: inputs of an
+expression ("66,608 / 9,648 ≈ 6.90"), restatements of the same value ("$1,577 million (or
+$1.577 billion)", "6.904, about 6.90", "17.98, or 18.00 rounded", "0.7981 (or 79.81%)"),
+figures of other years ("$942 million in 2021, $878 million in 2020"), "from X to Y" (a
+change), and values of another kind ("$1,577 million, or 12% of revenue").
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from crsp_ops.evaluation.year_tags import year_tag
 _LIST_SEPARATOR = re.compile(r"^\s*(?:,|;|and|,\s*and)?\s*$", re.IGNORECASE)
 _ROUNDING = re.compile(r"\b(?:rounded|rounding|approximately|approx|about|roughly)\b|[~≈]",
                        re.IGNORECASE)
+_RANGE = re.compile(r"^\s*(?:to|-|–|—)\s*$", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s*$", re.IGNORECASE)
 _OPERATORS = "+-*/×÷=≈−"
 
 
@@ -43,6 +45,12 @@ def _rounded_restatement(a: ParsedNumber, b: ParsedNumber, text: str) -> bool:
         return False
     first, second = (a, b) if a.start < b.start else (b, a)
     return bool(_ROUNDING.search(text[first.end:second.end + 12]))
+
+
+def _range(a: ParsedNumber, b: ParsedNumber, text: str) -> bool:
+    """"11% to 12%", "11-12%": a range, unless written "from X to Y" (a change)."""
+    return bool(_RANGE.match(text[a.end:b.start])) and not _FROM.search(
+        text[max(0, a.start - 20):a.start])
 
 
 def _other_year(rival: ParsedNumber, chosen: ParsedNumber, text: str) -> bool:
@@ -89,6 +97,9 @@ def sprayed_rivals(chosen: ParsedNumber, in_span: list[ParsedNumber],
         return []
     if any(hedged(text[max(0, min(n.start, chosen.start) - 30):max(n.end, chosen.end)])
            for n in rivals):
+        return rivals
+    if any(_range(a, b, text) for a, b in zip(in_span, in_span[1:], strict=False)
+           if chosen in (a, b) and (a in rivals or b in rivals)):
         return rivals
     group = [n for n in in_span if _kind_group(n) == _kind_group(chosen)]
     listed = all(_LIST_SEPARATOR.match(text[a.end:b.start])
