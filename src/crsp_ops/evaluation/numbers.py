@@ -39,6 +39,7 @@ _UNIT_PHRASE = re.compile(
     r"|\b(?:usd|us\$|\$|eur|gbp)\s+(?:in\s+)?(thousands|millions|billions)\b",
     re.IGNORECASE,
 )
+_FIGURE_BEFORE = re.compile(r"(?:\d\.\d+|\d,\d{3}|%)\s*$")  # not a year: "in 2019 (1,234)"
 _NEAR = 30  # characters between a number and a unit phrase that still make it the number's own
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
@@ -68,8 +69,8 @@ def find_numbers(text: str) -> list[ParsedNumber]:
 
     >>> [n.value for n in find_numbers("(1,234) vs $1.5bn, up 12.5%, 40 bps, 2.5x")]
     [-1234.0, 1500000000.0, 12.5, 40.0, 2.5]
-    >>> [n.value for n in find_numbers("a ratio of 0.642 (64.2%)")]
-    [0.642, 64.2]
+    >>> [n.value for n in find_numbers("a ratio of 0.642 (64.2%); in 2019 (1,234)")]
+    [0.642, 64.2, 2019.0, -1234.0]
     """
     unit = _UNIT_PHRASE.search(text)
     default_scale = SCALE_WORDS[(unit.group(1) or unit.group(2)).lower()] if unit else None
@@ -94,7 +95,7 @@ def _parsed(text: str, match: re.Match, default_scale: float | None, *,
     after_word = sign_at > 0 and text[sign_at - 1].isalnum()
     signed = bool(match["sign"] or match["sign2"]) and not after_word
     # "(1,234)" is negative; "0.642 (64.2%)" restates the figure before it.
-    restated = text[:match.start()].rstrip()[-1:] in tuple("0123456789%")
+    restated = bool(_FIGURE_BEFORE.search(text[max(0, match.start() - 20):match.start()]))
     negative = signed or bool(match["open"] and match["close"] and not restated)
     raw = -raw if negative else raw
     kind = ("percent" if match["percent"] or match["percent_after"] else "bps" if match["bps"]
