@@ -52,7 +52,11 @@ def ensure_experiment_kind(client, experiment_id: str) -> None:
 
 
 def git_tags(root: Path) -> dict[str, str]:
-    """``git.commit`` and ``git.dirty`` of the work tree at ``root`` (empty outside git)."""
+    """``git.commit`` and ``git.dirty`` of the work tree at ``root`` (empty outside git).
+
+    ``dvc.lock`` does not count as dirty: every stage run rewrites it (each stage's
+    ``<output>.mlflow_run.json`` names a new run), so it says nothing about the code.
+    """
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(
@@ -65,7 +69,7 @@ def git_tags(root: Path) -> dict[str, str]:
     commit = git("rev-parse", "HEAD")
     if not commit:
         return {}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!dvc.lock")
     return {"git.commit": commit, "git.dirty": str(bool(status)).lower()}
 
 
