@@ -68,6 +68,12 @@ CASES = [
     ("each year's rate gives the change", "What was the FY2019 to FY2020 change in gross margin "
      "(in percentage points)?", -0.012, "Gross margin was 34.5% in FY2019 and 33.3% in FY2020.",
      True),
+    ("'made up' is not 'up'", PCT, 0.065, "Loans made up 6.5% of total assets.", False),
+    ("a stated total concludes", MLN, 642,
+     "Current capex was $512 million and other capex was $130 million, for a total of $642 million.",
+     True),
+    ("a change in basis points is not the level", "What is the FY2020 gross margin (in percents)?",
+     0.415, "Gross margin improved by 41.5 basis points compared with last year.", False),
 ]
 
 

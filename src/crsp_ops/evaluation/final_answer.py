@@ -55,7 +55,8 @@ _TO = re.compile(r"^\s*(?:in\s+\S+\s+)?to\s*$", re.IGNORECASE)
 _CONCLUDES = re.compile(
     r"\b(?:so|therefore|thus|hence|consequently|giving|gives|gave|yields?|resulting\s+in|"
     r"results\s+in|we\s+get|to\s+get|is|was|are|were|equals?|totals|totall?ed|"
-    r"(?:amounts?|amounted|comes?|came)\s+to|stands?\s+at|stood\s+at)\b",
+    r"(?:amounts?|amounted|comes?|came)\s+to|stands?\s+at|stood\s+at|for\s+(?:a\s+)?total|"
+    r"totall?ing|in\s+total|combined)\b",
     re.IGNORECASE,
 )
 # Sentences that set the answer beside something else: another period, peers, a benchmark.

@@ -36,8 +36,9 @@ _COUNT_AFTER = re.compile(
 # A rate stated as a change ("grew 9.4%", "up 22.5%", "a 3% increase") or as a share
 # ("18.4% of total revenue"): not the answer to a question about the other kind of rate.
 _CHANGE_BEFORE = re.compile(
-    r"\b(?:up|down|grew|grows|rose|rises|fell|falls|increased|decreased|declined|jumped|"
-    r"dropped|climbed|gained|(?:an?\s+)?(?:increase|decrease|decline|rise|drop|growth|gain|"
+    r"(?<!made\s)(?<!make\s)(?<!makes\s)\b(?:up|down|grew|grows|rose|rises|fell|falls|increased|"
+    r"decreased|declined|jumped|dropped|climbed|gained|improved|expanded|contracted|narrowed|"
+    r"widened|(?:an?\s+)?(?:increase|decrease|decline|rise|drop|growth|gain|improvement|"
     r"change)\s+of)\s+(?:by\s+)?(?:about\s+|approximately\s+|roughly\s+|nearly\s+)?$",
     re.IGNORECASE,
 )
