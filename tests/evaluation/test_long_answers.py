@@ -103,3 +103,9 @@ def test_a_caveat_needs_a_later_clause():
 def test_the_grading_page_examples_run():
     page = Path(__file__).resolve().parents[2] / "docs" / "grading.md"
     assert doctest.testfile(str(page), module_relative=False).failed == 0
+
+
+def test_exact_callers_get_no_rounding_step():
+    """The CRSP math reward grades with rel_tol=1e-6: math truths are exact."""
+    assert grade("Operating margin = 6.3%.", "6.4%", rel_tol=0.01).is_correct
+    assert not grade("x = 6.3", "6.4", rel_tol=1e-6).is_correct

@@ -18,7 +18,9 @@ percent ↔ fraction, basis points ↔ percent, sign flipped when the answer or 
    gold's decimals, is within one unit of the gold's last digit (gold 7.9%, answer 7.8%;
    gold $0.40 billion, answer $389 million), when the gold is written with decimals, the
    answer states at least as many (in the gold's units; "about 8x" does not) and one unit
-   is at most ``ROUNDING_STEP_SHARE`` (2.5%) of the gold, so 12% never takes 13%.
+   is at most ``ROUNDING_STEP_SHARE`` (2.5%) of the gold, so 12% never takes 13%. It is a
+   reviewers' convention for graded financial answers: a caller asking for exact agreement
+   (``rel_tol`` below ``ROUNDING_STEP_MIN_REL_TOL``, as the CRSP math reward does) skips it.
 
 A bare gold on a percent question may be a fraction or a percent (0.308 or 30.8 for 30.8%):
 both readings are tried, and a requested precision ("one decimal place") counts in percent.
@@ -39,6 +41,7 @@ from crsp_ops.evaluation.numbers import (
 from crsp_ops.evaluation.question_units import QuestionIntent
 
 ROUNDING_STEP_SHARE = 0.025  # rule 5 applies when one unit of the gold's last digit is <= 2.5%
+ROUNDING_STEP_MIN_REL_TOL = 1e-3  # callers asking for exact answers (CRSP math) do not get rule 5
 
 Reading = tuple[str, float]  # (how the answer was read, factor: answer.raw × factor = gold units)
 
@@ -154,7 +157,7 @@ def _passing_rule(value: float, factor: float, answer: ParsedNumber, gold: Parse
         places = intent.decimals + (2 if _fraction_of_percent(factor, gold, intent) else 0)
         if _equal(round_half_up(value, places), round_half_up(target, places)):
             return f"{shown} and the gold agree at the requested {intent.decimals} decimals"
-    if _within_rounding_step(value, factor, answer, gold):
+    if rel_tol >= ROUNDING_STEP_MIN_REL_TOL and _within_rounding_step(value, factor, answer, gold):
         return f"{shown} is within one unit of the gold's last digit"
     coarser = approximate or (answer.has_scale and abs(factor) > 1.0 and answer.kind == "plain")
     if coarser and answer.sig_digits >= 2 and _equal(
