@@ -72,6 +72,9 @@ CASES = [
     ("a stated total concludes", MLN, 642,
      "Current capex was $512 million and other capex was $130 million, for a total of $642 million.",
      True),
+    ("'i.e.' does not end the sentence of the direction", "What was the FY2020 change in "
+     "operating margin (in basis points)?", -120,
+     "Operating margin fell from 15.4% to 14.2%, i.e. by 1.2 percentage points.", True),
     ("a change in basis points is not the level", "What is the FY2020 gross margin (in percents)?",
      0.415, "Gross margin improved by 41.5 basis points compared with last year.", False),
 ]

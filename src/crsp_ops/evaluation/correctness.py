@@ -41,6 +41,7 @@ from crsp_ops.evaluation.final_answer import AnswerChoice, choose_answer
 from crsp_ops.evaluation.numbers import ParsedNumber, find_numbers, number_text
 from crsp_ops.evaluation.numeric_match import match_rule, stated_changes
 from crsp_ops.evaluation.question_units import QuestionIntent, question_intent
+from crsp_ops.evaluation.sentences import sentence_bounds
 from crsp_ops.evaluation.text_match import grade_text, normalize_text
 
 __all__ = ["JUDGE_PROMPT", "JUDGE_SCHEMA", "Grade", "LLMJudge", "grade", "normalize_text",
@@ -135,9 +136,7 @@ def _grade_choice(choice: AnswerChoice, gold: ParsedNumber, intent: QuestionInte
 
 
 def _sentence_around(text: str, number: ParsedNumber) -> str:
-    start = max(text.rfind(". ", 0, number.start), text.rfind("\n", 0, number.start), 0)
-    end = min((i for i in (text.find(". ", number.end), text.find("\n", number.end)) if i >= 0),
-              default=len(text))
+    start, end = sentence_bounds(text, number.start)
     return text[start:end]
 
 

@@ -1,10 +1,11 @@
-"""Sentence bounds in answers, where decimals ("1.42") and markdown must not end a sentence."""
+"""Sentence bounds in answers: decimals ("1.42"), "i.e." and markdown do not end a sentence."""
 
 from __future__ import annotations
 
 import re
 
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+# "i.e.", "e.g." and "vs." do not end a sentence.
+SENTENCE_END = re.compile(r"(?<!\bi\.e)(?<!\be\.g)(?<!\bvs)[.!?](?=\s|$)|\n", re.IGNORECASE)
 
 
 def skip_markup(text: str, start: int) -> int:
