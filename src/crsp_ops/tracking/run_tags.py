@@ -10,10 +10,13 @@ Chromium against mlflow 3.17.2).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -73,49 +76,62 @@ def git_tags(root: Path) -> dict[str, str]:
     return {"git.commit": commit, "git.dirty": str(bool(status)).lower()}
 
 
-def dvc_tags(root: Path, stage: str | None = None) -> dict[str, str]:
+DVC_RECORD_ARTIFACT = "dvc/hashes.json"
+
+
+def dvc_record(root: Path, stage: str | None = None) -> dict[str, Any]:
     """DVC content hashes: the running stage's inputs, or every locked stage's outputs.
 
-    Under ``dvc repro`` (``$DVC_STAGE`` set) the tags are ``dvc.dep.<path>`` of that stage,
-    hashed now by DVC itself (``dvc.lock`` still holds the previous run's hashes until the stage
-    ends); otherwise ``dvc.out.<path>`` from ``dvc.lock``, i.e. the data versions in the
-    workspace.
+    Under ``dvc repro`` (``$DVC_STAGE`` set) ``{"stage": ..., "deps": {path: hash}}`` of that
+    stage, hashed now by DVC itself (``dvc.lock`` still holds the previous run's hashes until the
+    stage ends); otherwise ``{"outs": {path: hash}}`` from ``dvc.lock``, i.e. the data versions in
+    the workspace. ``{}`` when DVC can tell nothing. The run logs it as one artifact
+    (``DVC_RECORD_ARTIFACT``) and tags only a digest of it (``dvc_tags``): dozens of
+    ``dvc.dep.*`` tags would bury the run's overview.
     """
     stage = stage or os.environ.get("DVC_STAGE")
     if stage:
         current = _current_dep_hashes(root, stage)
         if current is not None:
-            return {"dvc.stage": stage, **current}
+            return {"stage": stage, "deps": current}
     lock = root / "dvc.lock"
     if not lock.is_file():
-        return {"dvc.stage": stage} if stage else {}
+        return {"stage": stage} if stage else {}
     try:
         stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {})
     except yaml.YAMLError:
         return {}
-    tags: dict[str, str] = {}
     if stage:
-        tags["dvc.stage"] = stage
-        for dep in stages.get(stage, {}).get("deps", []):
-            if dep.get("md5"):
-                tags[f"dvc.dep.{dep['path']}"] = dep["md5"]
-        return tags
-    for body in stages.values():  # not under dvc repro: what the workspace holds
-        for out in body.get("outs", []):
-            if out.get("md5"):
-                tags[f"dvc.out.{out['path']}"] = out["md5"]
+        return {"stage": stage, "deps": {dep["path"]: dep["md5"] for dep in
+                                         stages.get(stage, {}).get("deps", []) if dep.get("md5")}}
+    # not under dvc repro: what the workspace holds
+    return {"outs": {out["path"]: out["md5"] for body in stages.values()
+                     for out in body.get("outs", []) if out.get("md5")}}
+
+
+def dvc_tags(record: dict[str, Any]) -> dict[str, str]:
+    """``dvc.stage`` and one digest per hash map (``dvc.deps_sha256``, ``dvc.outs_sha256``).
+
+    >>> dvc_tags({"stage": "evolve", "deps": {"a.py": "1"}})["dvc.stage"]
+    'evolve'
+    """
+    tags = {"dvc.stage": record["stage"]} if record.get("stage") else {}
+    for key in ("deps", "outs"):
+        if record.get(key):
+            text = json.dumps(record[key], sort_keys=True).encode()
+            tags[f"dvc.{key}_sha256"] = hashlib.sha256(text).hexdigest()[:16]
     return tags
 
 
 def _current_dep_hashes(root: Path, stage: str) -> dict[str, str] | None:
-    """``{"dvc.dep.<path>": hash}`` computed now, or ``None`` when DVC cannot tell."""
+    """``{path: hash}`` of the stage's deps computed now, or ``None`` when DVC cannot tell."""
     try:
         from dvc.repo import Repo
 
         with Repo(str(root)) as repo:
             (found,) = repo.stage.collect(stage)
             return {
-                f"dvc.dep.{dep.def_path}": dep.get_hash().value
+                dep.def_path: dep.get_hash().value
                 for dep in found.deps
                 if dep.get_hash() and dep.get_hash().value and dep.def_path != "params.yaml"
             }

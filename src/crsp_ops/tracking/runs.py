@@ -11,8 +11,10 @@ from crsp_ops.config import ResolvedConfig
 from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking.outage import OutagePolicy
 from crsp_ops.tracking.run_tags import (
+    DVC_RECORD_ARTIFACT,
     EXPERIMENT_KIND,
     EXPERIMENT_KIND_TAG,
+    dvc_record,
     dvc_tags,
     ensure_experiment_kind,
     git_tags,
@@ -112,16 +114,19 @@ def start_run(
         if owner_tag and tags and owner_tag in tags:
             with critical_section():
                 close_stale_runs(client, experiment_id, owner_tag, tags[owner_tag])
+        record = dvc_record(resolved.root)
         tracker.set_tags(
             {
                 "crsp.job": job,
                 **git_tags(resolved.root),
-                **dvc_tags(resolved.root),
+                **dvc_tags(record),
                 **{f"config.source.{k}": v for k, v in resolved.sources.items() if v != "Kconfig"},
                 **(tags or {}),
             }
         )
         tracker.log_params(resolved.settings.flat())
+        if record.get("deps") or record.get("outs"):
+            tracker.log_dict(record, DVC_RECORD_ARTIFACT)
         system_metrics = None
         if settings.system_metrics:
             system_metrics = _start_system_metrics(run_id, uri)
