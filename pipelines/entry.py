@@ -13,17 +13,23 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from pathlib import Path
 from types import ModuleType
 
 from crsp_ops.config import ConfigError
-from crsp_ops.errors import DataError
+from crsp_ops.dir_lock import hold_output_dir
+from crsp_ops.errors import DataError, InUseError, RunFailure
 from crsp_ops.interrupts import Terminated, ignore_late_signals, install_handlers
+from crsp_ops.paths import project_root
 from crsp_ops.tracking import disable_telemetry
 from crsp_ops.tracking.redaction import Redactor, install_log_redaction
 
 EXIT_CONFIG_ERROR = 2
 EXIT_DATA_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_RUN_FAILED = 1
+EXIT_IN_USE = 2
 
 
 def add_override_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,13 +122,35 @@ def _run(args: argparse.Namespace, name: str, redactor: Redactor) -> int:
         return code
 
     try:
-        return int(args._driver.run(args) or 0)
+        with _output_lock(args):
+            return int(args._driver.run(args) or 0)
     except ConfigError as error:
         return fail(f"configuration error: {error}", EXIT_CONFIG_ERROR)
     except DataError as error:
         return fail(f"data error: {error}", EXIT_DATA_ERROR)
+    except InUseError as error:
+        return fail(str(error), EXIT_IN_USE)
+    except RunFailure as error:  # its first line; the details went to the log and the run
+        return fail(f"run failed: {str(error).splitlines()[0]}", EXIT_RUN_FAILED)
     except (KeyboardInterrupt, Terminated):
         return fail("interrupted; partial results were saved", EXIT_INTERRUPTED)
+
+
+def _output_lock(args: argparse.Namespace):
+    """Hold the directory this invocation writes: ``--resume DIR`` when given, else ``--out``.
+
+    Every driver with an ``--out`` gets one writer at a time (``crsp_ops.dir_lock``); ``auto``
+    (a fresh directory per run) needs no lock.
+    """
+    resume = getattr(args, "resume", None)
+    target = resume if isinstance(resume, str) and resume else getattr(args, "out", None)
+    if target is None or str(target) == "auto":
+        return nullcontext()
+    try:
+        root = project_root()
+    except FileNotFoundError:  # not inside a project: the path is the user's own
+        root = Path.cwd()
+    return hold_output_dir(root / target)
 
 
 def stage_main(driver: ModuleType) -> Callable[[Sequence[str] | None], int]:

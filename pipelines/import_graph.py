@@ -18,6 +18,7 @@ from pathlib import Path
 # any layer below, never one above. Keep in sync with the picture in docs/architecture.md.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("crsp_ops.atomic_io", "crsp_ops.errors", "crsp_ops.paths", "crsp_ops.interrupts",
+     "crsp_ops.dir_lock",
      "crsp_ops.openai_client"),
     ("crsp_ops.config",),
     ("crsp_ops.data", "crsp_ops.tracking", "crsp_ops.steering", "crsp_ops.evaluation"),

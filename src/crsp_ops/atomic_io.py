@@ -1,4 +1,12 @@
-"""Atomic file writes and tolerant JSONL reading: results are never left half-written."""
+"""Atomic file writes and tolerant JSONL reading: results are never left half-written.
+
+Every writer (JSON, JSONL, model files, plots) goes through ``atomic_path``: the bytes land in
+``.<name>.<random><suffix>.tmp`` beside the target and are renamed over it, with SIGINT and
+SIGTERM deferred meanwhile (``interrupts.critical_section``). One temp-name pattern means one
+cleanup glob (``TEMP_GLOB``) finds what a SIGKILL left behind. Deferring matters for plots:
+a ``KeyboardInterrupt`` raised inside matplotlib's C++ Agg writer (a Python callback under
+pybind11) aborts the interpreter with ``terminate called without an active exception``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from crsp_ops.interrupts import critical_section
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
@@ -17,25 +27,31 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
 
     The temporary file lives in the same directory, so the final ``os.replace`` is atomic on
     POSIX. On any exception the temporary file is removed and ``path`` is left untouched.
+    SIGINT/SIGTERM are deferred until the block and the rename are done (then raised), so a
+    signal never tears a write. The temporary name always ends in ``.tmp`` (``suffix`` goes
+    before it): writers that infer a format from the name must pass it explicitly.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
-    # mkstemp creates 0600; give the file the mode it had (or the usual umask-based one).
-    os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else _default_mode())
-    try:
-        yield tmp
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with critical_section():
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=f"{suffix}.tmp", dir=target.parent
+        )
+        os.close(fd)
+        tmp = Path(tmp_name)
+        # mkstemp creates 0600; give the file the mode it had (or the usual umask-based one).
+        os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else _default_mode())
+        try:
+            yield tmp
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
 
-TEMP_GLOB = ".*.tmp"  # what ``atomic_path`` names its temporary files (default suffix)
+TEMP_GLOB = ".*.tmp"  # every temporary name ``atomic_path`` makes matches this
+# ...and what older versions left: plots were written to ``.<name>.png.<random>.png``.
+TEMP_GLOBS = (TEMP_GLOB, ".*.png.*.png")
 
 
 def remove_stale_temp_files(directory: str | os.PathLike) -> list[Path]:
@@ -45,7 +61,8 @@ def remove_stale_temp_files(directory: str | os.PathLike) -> list[Path]:
     directory): a live writer's temporary file would be removed too.
     """
     removed = []
-    for path in sorted(Path(directory).rglob(TEMP_GLOB)):
+    found = {path for pattern in TEMP_GLOBS for path in Path(directory).rglob(pattern)}
+    for path in sorted(found):
         if path.is_file():
             path.unlink(missing_ok=True)
             removed.append(path)

@@ -12,3 +12,17 @@ class DataError(ValueError):
 
 class MissingInputError(DataError, FileNotFoundError):
     """An input file or stage output does not exist (the message says what produces it)."""
+
+
+class InUseError(RuntimeError):
+    """Another live process holds what this run needs: its output directory or server port.
+
+    The message names the holder (pid, host or program) in one line; the CLI exits 2.
+    """
+
+
+class RunFailure(RuntimeError):
+    """A run could not go on (e.g. its server died and the restart budget is spent).
+
+    The CLI prints the message's first line and exits 1; put details after a newline.
+    """

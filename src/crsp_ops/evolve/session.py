@@ -172,7 +172,8 @@ def run_job(
     tracker.log_dict(initial, "inputs/deltas_initial.json")
     try:
         grading = grading_from_settings(settings.scoring)
-        with open_backend(settings, paths.model_dir, paths.clusters_dir) as backend:
+        with open_backend(settings, paths.model_dir, paths.clusters_dir,
+                          state_dir=paths.out_dir) as backend:
             evaluate = partial(
                 _evaluate, run_minibatch, backend=backend, template=prompt_template(settings),
                 sampling=sampling_params(settings), grade=grading,

@@ -57,6 +57,7 @@ from crsp_ops.steering.vllm_runner import installed_vllm_version
 logger = logging.getLogger(__name__)
 
 STEERING_ENGINES = ("vllm", "sglang")
+SERVER_RECORD = "server.json"  # in the job's output directory while its server runs
 
 
 def prompt_template(settings: Settings) -> str:
@@ -84,6 +85,7 @@ def open_backend(
     settings: Settings,
     model_dir: str | os.PathLike,
     clusters_dir: str | os.PathLike | None,
+    state_dir: str | os.PathLike | None = None,
 ) -> Iterator[GenerationBackend]:
     """Yield the configured backend; stop everything it started when the context exits.
 
@@ -93,6 +95,8 @@ def open_backend(
             ``{model_dir}`` and used as the served model name unless one is configured).
         clusters_dir: the clusters stage output (``token_clusters.npy`` and
             ``clusters_meta.json``), or ``None`` for an unsteered backend (deltas then raise).
+        state_dir: the job's output directory: a server started here is recorded there
+            (``SERVER_RECORD``) while it runs, so the next start can stop one a killed job left.
 
     Raises:
         ConfigError: settings that cannot work (steering with ``engine=openai``, bad command).
@@ -112,7 +116,7 @@ def open_backend(
         return
     with ExitStack() as stack:
         yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack,
-                              tokenizer_dir)
+                              tokenizer_dir, state_dir)
 
 
 def _load_table(clusters_dir: str | os.PathLike | None) -> tuple[Any, int | None]:
@@ -147,6 +151,7 @@ def _server_backend(
     n_clusters: int | None,
     stack: ExitStack,
     tokenizer_dir: str | os.PathLike | None = None,
+    state_dir: str | os.PathLike | None = None,
 ) -> GenerationBackend:
     """Start (or find) the server, build the client backend, run the canary; all on ``stack``."""
     generation = settings.generation
@@ -157,7 +162,7 @@ def _server_backend(
             f"was given: set generation.engine to one of {STEERING_ENGINES} (a server with the "
             "crsp_ops processor loaded), or run without steering"
         )
-    server = _server_manager(settings, model_dir, clusters_dir)
+    server = _server_manager(settings, model_dir, clusters_dir, state_dir)
     if server is not None:
         stack.enter_context(server)  # starts it; stops it (process group) on exit
     backend = OpenAIServerBackend(
@@ -180,7 +185,8 @@ def _server_backend(
 
 
 def _server_manager(
-    settings: Settings, model_dir: str | os.PathLike, clusters_dir: str | os.PathLike | None
+    settings: Settings, model_dir: str | os.PathLike, clusters_dir: str | os.PathLike | None,
+    state_dir: str | os.PathLike | None = None,
 ):
     """A manager that starts ``server_command``, or health-checks a running vLLM/SGLang server.
 
@@ -196,8 +202,9 @@ def _server_manager(
             generation, model_dir=model_dir, token_clusters=table,
             vllm_version=installed_vllm_version(),
         )
+    state_path = None if state_dir is None or command is None else Path(state_dir) / SERVER_RECORD
     return server_manager(generation, base_url=generation.base_url, command=command,
-                          env=env or None)
+                          env=env or None, state_path=state_path)
 
 
 def server_manager(
@@ -206,6 +213,7 @@ def server_manager(
     base_url: str,
     command: tuple[str, ...] | None,
     env: dict[str, str] | None = None,
+    state_path: str | os.PathLike | None = None,
 ) -> ServerManager:
     """The ``ServerManager`` for a server at ``base_url`` under the ``generation`` settings.
 
@@ -222,6 +230,7 @@ def server_manager(
             max_restarts=generation.server_max_restarts,
             log_path=generation.server_log or None,
             env=env or None,
+            state_path=None if state_path is None else str(state_path),
         )
     )
 

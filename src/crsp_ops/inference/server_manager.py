@@ -3,8 +3,20 @@
 The server command runs in its own session (``start_new_session``), so its process group id is
 its pid and one ``killpg`` reaches every worker it forks (vLLM and SGLang both spawn several).
 Stopping is SIGTERM to the group, then SIGKILL after a grace period, and it happens on context
-exit, on an exception, at interpreter exit and on SIGTERM to this process. A SIGKILL of this
-process cannot be intercepted; nothing short of a supervisor can clean up after that.
+exit, on an exception, at interpreter exit and on SIGTERM to this process.
+
+A SIGKILL of this process cannot be intercepted, so the child owns its own end: on Linux it is
+launched with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``), which the kernel
+sends when the launching thread dies, SIGKILL included. Only launches from the main thread get
+it (the signal follows the launching *thread*, and a restart from a worker thread would die
+with that thread); as a second line, the running child is recorded in ``state_path`` (pid,
+start time, command) and the next start on that output directory stops a recorded server that
+is still alive.
+
+A start never trusts a port it did not open: before launching, the port must be free (else
+``PortInUseError`` names the port and its holder, one line), and once healthy the listener
+must be the child or one of its workers (``port_owner``), so a health check never passes
+against a stranger.
 
 ``command=None`` is the "already running" mode: the manager owns no process and only checks
 health (a dead server is then an error, not something it can restart).
@@ -13,11 +25,14 @@ health (a dead server is then an error, not something it can restart).
 from __future__ import annotations
 
 import atexit
+import ctypes
+import json
 import logging
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,16 +42,34 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from crsp_ops.atomic_io import atomic_write_json
+from crsp_ops.errors import InUseError, RunFailure
+from crsp_ops.inference.port_owner import (
+    ServerRecord,
+    describe_holder,
+    listener_pids,
+    owned_by_tree,
+    port_is_listening,
+)
 
 logger = logging.getLogger(__name__)
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
-class ServerStartupError(RuntimeError):
+
+class ServerStartupError(RunFailure):
     """The server exited or never became healthy while starting."""
 
 
-class ServerDiedError(RuntimeError):
+class ServerDiedError(RunFailure):
     """The server died and could not be restarted (restart budget spent or not owned)."""
+
+
+class PortInUseError(InUseError):
+    """Another process listens on the port the server is to use (the CLI exits 2)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +87,7 @@ class ServerConfig:
     log_path: str | None = None  # server stdout+stderr; None = a fresh temporary file
     env: Mapping[str, str] | None = None  # extra environment variables for the command
     cwd: str | None = None  # working directory of the command
+    state_path: str | None = None  # JSON recording the running child (in the output directory)
 
     def __post_init__(self) -> None:
         if self.command is not None:
@@ -134,6 +168,30 @@ def terminate_group(process: subprocess.Popen, grace_s: float) -> int | None:
     except subprocess.TimeoutExpired:
         logger.error("server leader %d did not exit after SIGKILL", process.pid)
         return None
+
+
+def _stop_group(pgid: int, grace_s: float) -> None:
+    """SIGTERM process group ``pgid`` (not our child), SIGKILL it after ``grace_s``."""
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+
+
+def _die_with_parent():
+    """A ``preexec_fn`` giving the child a parent-death SIGTERM (Linux, main thread only)."""
+    if _LIBC is None or threading.current_thread() is not threading.main_thread():
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -267,6 +325,7 @@ class ServerManager:
 
     # ---------------------------------------------------------------- internals
     def _launch(self) -> None:
+        self._clear_port()
         if self._log_path is None:
             handle, name = tempfile.mkstemp(prefix="crsp-server-", suffix=".log")
             os.close(handle)
@@ -284,8 +343,10 @@ class ServerManager:
                 env=env,
                 cwd=self.config.cwd,
                 start_new_session=True,
+                preexec_fn=_die_with_parent(),
             )
         _register(self)
+        self._record(ServerRecord.of(self._process.pid, self.config.command, self._port()[1]))
         logger.info(
             "started server pid %d: %s (log %s)",
             self._process.pid, " ".join(self.config.command), self._log_path,
@@ -294,6 +355,8 @@ class ServerManager:
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.config.startup_timeout_s
         if self._poll_health_until(deadline):
+            if self.owns_process:
+                self._confirm_listener()
             return
         if self.owns_process and not self.is_alive():
             code = self._process.returncode
@@ -327,7 +390,61 @@ class ServerManager:
             return
         code = terminate_group(process, self.config.stop_grace_s)
         _unregister(self)
+        self._record(None)
         logger.info("stopped server pid %d (exit code %s)", process.pid, code)
+
+    def _port(self) -> tuple[str, int]:
+        parts = urlsplit(self.config.base_url)
+        return parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
+
+    def _record(self, record: ServerRecord | None) -> None:
+        """Write (or, with ``None``, remove) the record of the running child."""
+        if self.config.state_path is None:
+            return
+        if record is None:
+            Path(self.config.state_path).unlink(missing_ok=True)
+        else:
+            atomic_write_json(self.config.state_path, record.to_dict())
+
+    def _clear_port(self) -> None:
+        """Stop a recorded server a dead run left; refuse a port someone else listens on.
+
+        Raises:
+            PortInUseError: a process this manager did not record listens on the port.
+        """
+        self._stop_recorded_server()
+        host, port = self._port()
+        if port_is_listening(host, port):
+            raise PortInUseError(
+                f"{describe_holder(port)}: stop it, or set generation.base_url to a free port"
+            )
+
+    def _stop_recorded_server(self) -> None:
+        if self.config.state_path is None or not Path(self.config.state_path).is_file():
+            return
+        try:
+            data = json.loads(Path(self.config.state_path).read_text(encoding="utf-8"))
+            record = ServerRecord.from_dict(data)
+        except (OSError, ValueError, KeyError, TypeError):
+            record = None
+        if record is not None and record.is_alive():
+            # Its run is dead: whoever holds the output directory's lock is its only writer.
+            logger.warning("stopping server pid %d left running by an earlier run: %s",
+                           record.pid, " ".join(record.command))
+            _stop_group(record.pid, self.config.stop_grace_s)
+            host, _ = self._port()
+            deadline = time.monotonic() + 5.0
+            while port_is_listening(host, record.port) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self._record(None)
+
+    def _confirm_listener(self) -> None:
+        """Raise unless the process answering on the port is our child or one of its workers."""
+        _, port = self._port()
+        known = {pid for pid in listener_pids(port) if pid is not None}
+        if known and not owned_by_tree(known, self._process.pid):
+            self._reap()
+            raise PortInUseError(f"{describe_holder(port)}, not by the server started here")
 
 
 # ------------------------------------------------------------- last-resort cleanup
@@ -386,6 +503,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 __all__: Sequence[str] = (
     "ServerConfig",
+    "PortInUseError",
     "ServerDiedError",
     "ServerManager",
     "ServerStartupError",
