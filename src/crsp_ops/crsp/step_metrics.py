@@ -66,8 +66,10 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
 def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
     """Warnings for families whose rollouts were all wrong or all right: zero advantage.
 
-    >>> flat_families({"add": (3, 8), "add_subtract": (0, 8), "code_o": (8, 8)})[0]
-    'family add_subtract: 0 of 8 solve rollouts correct (all wrong): its groups have zero advantage and teach nothing; use easier tasks (e.g. crsp.edge_difficulty)'
+    >>> for line in flat_families({"add": (3, 8), "add_subtract": (0, 8), "code_o": (8, 8)}):
+    ...     print(line[:55])
+    family add_subtract: 0 of 8 solve rollouts correct (all
+    family code_o: 8 of 8 solve rollouts correct (all righ
     """
     warnings = []
     for family, (hits, total) in counts.items():

@@ -1,0 +1,297 @@
+"""Learning curves: CRSP's trainers beside TRL's GRPOTrainer on the same tasks; one JSON line.
+
+    python benchmarks/learning_curve.py --model /tmp/smollm2 --arms crsp grpo \
+        --steps 16 --eval-every 8 --heldout 200 --out /tmp/curve
+
+Every arm starts from the same ``--model`` and trains on the same edge math tasks
+(``crsp.math_source=edge``: one- and two-operation word problems, ``data/edge_math.py``) with
+the same solve conversation (format, worked example, ``<think>`` prefill), the same samples per
+prompt, prompts per step, completion budget, temperature and learning rate, so every arm has
+generated the same number of solve samples at the same step. Every ``--eval-every`` steps
+(and before the first) each arm answers the same ``--heldout`` tasks greedily; the project's
+parser and grader score them (``crsp.heldout.solve_checks``).
+
+Arms:
+* ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques);
+* ``trrpp``: solve-only TRR++ (the AZR baseline: whitened task-relative advantages, no KL);
+* ``selfplay``: full self-play (code_o proposals, solves, critiques) plus the math solves;
+  the x axis still counts solve samples, so its extra propose/critique generation is cost;
+* ``grpo``: TRL's ``GRPOTrainer`` with the reward CRSP's solver gets (the format rule:
+  1 for a correct answer, −0.5 for a well-formed wrong one, −1 for a malformed one; the length
+  term is 1 at these lengths), TRL's default loss, ``beta=0``.
+
+The JSON line holds, per arm, the curve (solve rate and well-formed share with 95% bootstrap
+intervals, solve rate among well-formed answers), the paired after − before difference over
+the same tasks with its interval, the mean step time, and ``crsp − grpo`` at the last point,
+paired over tasks. ``--out`` gets ``learning_curve.png`` (all arms on one figure) and
+``learning_curve.json``. Nothing is downloaded; run one at a time on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
+from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
+from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.heldout import heldout_metrics, solve_checks  # noqa: E402
+from crsp_ops.crsp.learning_curve import curve_point, save_curve_figure  # noqa: E402
+from crsp_ops.crsp.rewards import format_rule_reward  # noqa: E402
+from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
+    SelfPlaySettings,
+    SelfPlayTrainer,
+    make_executor,
+)
+from crsp_ops.crsp.task_buffer import TaskBuffers  # noqa: E402
+from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
+from crsp_ops.crsp.tasks.starter_tasks import starter_tasks  # noqa: E402
+from crsp_ops.crsp.tasks.task_types import MathTask, TaskType  # noqa: E402
+from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
+from crsp_ops.models.loading import load_causal_lm  # noqa: E402
+from crsp_ops.paths import project_root  # noqa: E402
+
+ARMS = ("crsp", "trrpp", "selfplay", "grpo")
+ARM_OVERRIDES = {
+    "crsp": ["train.algorithm=trrpg"],
+    "trrpp": ["train.algorithm=trrpp"],
+    "selfplay": ["train.algorithm=trrpg", "crsp.problem_types=code_o,math",
+                 "train.proposals_per_step=2", "train.critiques_per_task=1"],
+    "grpo": [],
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=["crsp", "grpo"])
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--eval-every", type=int, default=8)
+    parser.add_argument("--heldout", type=int, default=200)
+    parser.add_argument("--tasks-per-step", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=8, help="solve samples per prompt")
+    parser.add_argument("--learning-rate", type=float, default=3e-5)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--difficulty", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=32, help="generation batch")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    return parser.parse_args(argv)
+
+
+def arm_settings(args, arm: str):
+    """The effective settings of one arm: shared sizes first, then the arm's own keys."""
+    shared = [
+        "tracking.enabled=n", "crsp.problem_types=math", "crsp.math_source=edge",
+        f"crsp.seed={args.seed}", f"crsp.heldout_math={args.heldout}",
+        f"crsp.edge_difficulty={args.difficulty}", f"train.tasks_per_type={args.tasks_per_step}",
+        f"train.solver_samples={args.samples}", "train.proposals_per_step=0",
+        "train.critiques_per_task=0", f"train.learning_rate={args.learning_rate}",
+        f"train.temperature={args.temperature}",
+        f"train.max_new_tokens_solve={args.max_new_tokens}",
+        f"train.steps={args.steps}", f"generation.batch_size={args.batch_size}",
+        "train.eval_interval=0", "train.checkpoint_interval=1000000"]
+    return load_settings(project_root(), [*shared, *ARM_OVERRIDES[arm], *args.overrides]).settings
+
+
+class HeldOut:
+    """The fixed held-out tasks, scored greedily; keeps each evaluation's per-task verdicts."""
+
+    def __init__(self, tasks: list[MathTask], executor, budget: int, batch_size: int) -> None:
+        self.tasks, self.executor = tasks, executor
+        self.budget, self.batch_size = budget, batch_size
+
+    def score(self, model, tokenizer, step: int, samples: int) -> dict:
+        was_training = model.training
+        model.eval()
+        generation = InProcessGeneration(model, tokenizer, device="cpu",
+                                         batch_size=self.batch_size)
+        started = time.perf_counter()
+        checks = solve_checks(generation.backend, self.tasks, self.executor,
+                              max_new_tokens=self.budget)
+        model.train(was_training)
+        point = curve_point(step, samples, heldout_metrics(self.tasks, checks))
+        print(f"#   step {step}: solve {point.solve_rate:.3f} {point.solve_rate_ci} "
+              f"well-formed {point.well_formed:.2f} ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr, flush=True)
+        return {"point": point, "correct": [c.correct for c in checks]}
+
+
+def run_crsp(args, arm: str, train_tasks, heldout: HeldOut) -> dict:
+    """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps."""
+    settings = arm_settings(args, arm)
+    model, tokenizer = load_causal_lm(args.model)
+    evaluations, step_times = [], []
+    with tempfile.TemporaryDirectory() as out:
+        trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
+            settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out)
+        seeds = {TaskType.MATH: list(train_tasks)}
+        if arm == "selfplay":
+            seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
+        trainer.buffers = TaskBuffers(seeds, capacity=len(train_tasks))
+        try:
+            evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer, 0, 0))
+            while trainer.step < args.steps:
+                metrics, _ = trainer.train_step()
+                trainer.step += 1
+                step_times.append(metrics["perf/step_time_s"])
+                print(f"# {arm} step {trainer.step}: solve_rate "
+                      f"{metrics.get('solve_rate/math', 0):.3f} "
+                      f"format {metrics.get('format_ok/solve', 0):.2f} "
+                      f"{metrics['perf/step_time_s']:.0f} s", file=sys.stderr, flush=True)
+                if trainer.step % args.eval_every == 0 or trainer.step == args.steps:
+                    evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer,
+                                                     trainer.step, trainer.solve_samples))
+        finally:
+            trainer.close()
+    return {"evaluations": evaluations, "step_s": step_times}
+
+
+def run_grpo(args, train_tasks, heldout: HeldOut) -> dict:
+    """TRL's GRPOTrainer on the same prompts, reward, sizes and evaluation points."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    settings = arm_settings(args, "grpo")
+    model, tokenizer = load_causal_lm(args.model)
+    by_question = {task.question: task for task in train_tasks}
+    order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
+    needed = args.steps * args.tasks_per_step
+    rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
+            for task in (order * (needed // len(order) + 1))[:needed]]
+    executor = heldout.executor
+
+    def format_rule(prompts, completions, question, **_):
+        tasks = [by_question[q] for q in question]
+        responses = [solve_response(solve_messages(task), text)
+                     for task, text in zip(tasks, completions, strict=True)]
+        checks = check_solutions(tasks, responses, executor)
+        return [format_rule_reward(well_formed=c.well_formed, passed=c.correct, role_reward=1.0)
+                for c in checks]
+
+    evaluations, marks = [], []
+
+    class Evaluate(TrainerCallback):
+        def on_step_begin(self, *_, **__):
+            marks.append(time.perf_counter())
+
+        def on_step_end(self, _args, state, _control, **__):
+            marks[-1] = time.perf_counter() - marks[-1]
+            step = state.global_step
+            print(f"# grpo step {step}: {marks[-1]:.0f} s", file=sys.stderr, flush=True)
+            if step % args.eval_every == 0 or step == args.steps:
+                evaluations.append(heldout.score(model, tokenizer, step,
+                                                 step * args.tasks_per_step * args.samples))
+
+    sequences = args.tasks_per_step * args.samples
+    micro = min(settings.train.micro_batch_size, sequences)
+    while sequences % micro:
+        micro -= 1
+    evaluations.append(heldout.score(model, tokenizer, 0, 0))
+    with tempfile.TemporaryDirectory() as out:
+        config = GRPOConfig(
+            output_dir=out, report_to="none", use_vllm=False, use_cpu=True,
+            per_device_train_batch_size=micro, gradient_accumulation_steps=sequences // micro,
+            num_generations=args.samples, max_completion_length=args.max_new_tokens,
+            temperature=args.temperature, top_k=0, top_p=1.0, beta=0.0,
+            learning_rate=args.learning_rate, weight_decay=settings.train.weight_decay,
+            max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
+            warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
+            save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
+            seed=args.seed, dataloader_num_workers=0)
+        trainer = GRPOTrainer(model=model, reward_funcs=format_rule, args=config,
+                              processing_class=tokenizer, callbacks=[Evaluate()],
+                              train_dataset=Dataset.from_list(rows))
+        with contextlib.redirect_stdout(sys.stderr):
+            trainer.train()
+    return {"evaluations": evaluations, "step_s": marks}
+
+
+def prompt_text(tokenizer, task: MathTask) -> str:
+    """The solve conversation rendered as the in-process backend renders it (prefill open).
+
+    TRL renders a conversational prompt with a generation prompt even after an assistant
+    prefill, so GRPO gets the rendered text, checked to tokenize to the same ids.
+    """
+    messages = solve_messages(task)
+    text = tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True)
+    expected = tokenizer.apply_chat_template(messages, tokenize=True, continue_final_message=True)
+    expected = expected["input_ids"] if hasattr(expected, "keys") else expected
+    if tokenizer(text)["input_ids"] != list(expected):
+        raise ValueError("the rendered solve prompt does not re-tokenize to the template's ids")
+    return text
+
+
+def paired(before: list[bool], after: list[bool]) -> dict:
+    """Mean after − before over the same tasks, with a 95% paired bootstrap interval."""
+    rows = np.array([before, after], dtype=float).T
+    low, high = bootstrap_interval(rows, lambda r: float(r[:, 1].mean() - r[:, 0].mean()))
+    return {"diff": round(float(rows[:, 1].mean() - rows[:, 0].mean()), 4),
+            "ci95": [round(low, 4), round(high, 4)]}
+
+
+def arm_summary(result: dict) -> dict:
+    """Curve rows, the paired gain over the run, and the mean step time."""
+    first, last = result["evaluations"][0], result["evaluations"][-1]
+    steps = result["step_s"]
+    return {"curve": [e["point"].to_row() for e in result["evaluations"]],
+            "after_minus_before": paired(first["correct"], last["correct"]),
+            "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    settings = arm_settings(args, "crsp")
+    train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
+    executor = make_executor(settings.crsp)
+    heldout = HeldOut(heldout_tasks, executor, args.max_new_tokens, args.batch_size)
+    results = {}
+    try:
+        for arm in args.arms:
+            print(f"# arm {arm}", file=sys.stderr, flush=True)
+            arm_started = time.perf_counter()
+            results[arm] = (run_grpo(args, train_tasks, heldout) if arm == "grpo"
+                            else run_crsp(args, arm, train_tasks, heldout))
+            results[arm]["wall_s"] = round(time.perf_counter() - arm_started, 1)
+    finally:
+        executor.close()
+    report = {"benchmark": "learning_curve", "model": str(args.model),
+              **{k: v for k, v in vars(args).items() if k not in ("model", "out", "overrides")},
+              "overrides": args.overrides, "heldout_tasks": len(heldout_tasks),
+              "train_tasks": len(train_tasks),
+              "arms": {arm: {**arm_summary(r), "wall_s": r["wall_s"]}
+                       for arm, r in results.items()}}
+    if "crsp" in results and "grpo" in results:
+        report["crsp_minus_grpo_last"] = paired(results["grpo"]["evaluations"][-1]["correct"],
+                                                results["crsp"]["evaluations"][-1]["correct"])
+    report["elapsed_s"] = round(time.perf_counter() - started, 1)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(args.out / "learning_curve.json", report)
+        save_curve_figure({arm: [e["point"] for e in r["evaluations"]]
+                           for arm, r in results.items()}, args.out / "learning_curve.png",
+                          title=f"{Path(args.model).name}: edge math (difficulty "
+                                f"{args.difficulty}), {args.tasks_per_step} prompts x "
+                                f"{args.samples} samples per step, lr {args.learning_rate}")
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
