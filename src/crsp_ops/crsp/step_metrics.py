@@ -66,9 +66,9 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
 def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
     """Warnings for families whose rollouts were all wrong or all right: zero advantage.
 
-    >>> for line in flat_families({"add": (3, 8), "add_subtract": (0, 8), "code_o": (8, 8)}):
+    >>> for line in flat_families({"add": (3, 8), "sub": (0, 8), "code_o": (8, 8)}):
     ...     print(line.split(" (")[0], "|", line.split("; ")[-1])
-    family add_subtract: 0 of 8 solve rollouts correct | use easier tasks (e.g. crsp.edge_difficulty)
+    family sub: 0 of 8 solve rollouts correct | use easier tasks (e.g. crsp.edge_difficulty)
     family code_o: 8 of 8 solve rollouts correct | use harder tasks
     """
     warnings = []
