@@ -1,0 +1,70 @@
+"""One writer per output directory: a second `crsp-ops` on it is refused; a dead holder's lock is not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crsp_ops.dir_lock import hold_output_dir
+from crsp_ops.errors import InUseError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def holder(out: Path) -> subprocess.Popen:
+    """Another process holding ``out`` (it prints 'held' once it has it)."""
+    code = textwrap.dedent(f"""
+        import time
+        from crsp_ops.dir_lock import hold_output_dir
+        with hold_output_dir({str(out)!r}):
+            print("held", flush=True)
+            time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    shutil.copy(REPO / "Kconfig", root / "Kconfig")
+    return root
+
+
+@pytest.mark.parametrize("where", [["--out", "outputs/evolution"],
+                                   ["--resume", "outputs/evolution"]])
+def test_a_second_writer_on_an_output_directory_is_refused(project, where):
+    first = holder(project / "outputs" / "evolution")
+    try:
+        env = {**os.environ, "CRSP_OPS_ROOT": str(project)}
+        second = subprocess.run([sys.executable, "-m", "pipelines.cli", "evolve", *where],
+                                cwd=project, env=env, capture_output=True, text=True,
+                                timeout=120)
+    finally:
+        first.kill()
+        first.wait()
+    assert second.returncode == 2
+    [line] = second.stderr.strip().splitlines()
+    assert line.startswith("crsp-ops evolve: ")
+    assert f"in use by pid {first.pid} on host {socket.gethostname()}" in line
+
+
+def test_a_lock_left_by_a_killed_holder_is_recovered(tmp_path):
+    out = tmp_path / "out"
+    first = holder(out)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    with hold_output_dir(out):  # the kernel dropped the dead holder's fcntl lock
+        with pytest.raises(InUseError, match=f"pid {os.getpid()}"):
+            with hold_output_dir(out):
+                pass
