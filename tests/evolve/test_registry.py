@@ -82,3 +82,41 @@ def test_champion_never_moves_across_models_or_heldout_sets(tmp_path, monkeypatc
     assert not other_model.alias_moved and "base_model.id" in other_model.reason
     assert not other_heldout.alias_moved and "heldout.sha256" in other_heldout.reason
     assert str(client.get_model_version_by_alias("proc", "champion").version) == better.version
+
+
+def test_versions_of_killed_or_failed_runs_are_pruned_and_the_alias_returns(
+        tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from crsp_ops.evolve.registry import prune_unfinished_versions
+
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri, registry_uri=uri)
+    experiment = client.create_experiment("e", artifact_location=(tmp_path / "art").as_uri())
+    table = np.array([0, 1, 2], dtype=np.int64)
+    np.save(tmp_path / "token_clusters.npy", table)
+
+    def register(score, final_status):
+        run_id = client.create_run(experiment).info.run_id
+        deltas = [0.0, score, -score]
+        registration = register_processor(
+            client, tracking_uri=uri, run_id=run_id, name="proc", alias="champion",
+            deltas_path=save_deltas(tmp_path / run_id / "d.json",
+                                    {str(i): v for i, v in enumerate(deltas)}),
+            table_path=tmp_path / "token_clusters.npy",
+            processor_path=write_processor(tmp_path / run_id / "p.py", table, deltas,
+                                           n_clusters=3),
+            heldout_composite=score, tags={},
+            comparison={"base_model.id": "m", "heldout.sha256": "h"},
+        )
+        client.set_terminated(run_id, final_status)
+        return registration.version
+
+    finished = register(0.5, "FINISHED")
+    killed = register(0.7, "KILLED")  # moved the alias, then its run was killed
+    assert str(client.get_model_version_by_alias("proc", "champion").version) == killed
+    failed = register(0.4, "FAILED")  # the registration pruned the KILLED one first
+    assert str(client.get_model_version_by_alias("proc", "champion").version) == finished
+    assert prune_unfinished_versions(client, "proc", "champion") == [failed]
+    assert [str(v.version) for v in client.search_model_versions("name = 'proc'")] == [finished]

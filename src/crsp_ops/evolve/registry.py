@@ -8,6 +8,12 @@ is only meaningful for the model whose vocabulary it steers. Each version carrie
 composite and its comparison keys (base model, tokenizer, cluster table, held-out set) as tags;
 the alias (``champion``) moves to the new version only when the holder was scored on the same
 base model and held-out set and the new composite beats it.
+
+Versions of runs that did not finish: registration happens near a run's end, with signals
+deferred (``critical_section``) until the run is ended, but a SIGKILL or a later failure can
+still leave a version whose run ends KILLED or FAILED. Every registration first prunes those
+(``prune_unfinished_versions``): each is deleted, and an alias it held goes back to the best
+comparable version of a FINISHED run (or is removed), so the alias never stays on one.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mlflow.exceptions import MlflowException
 
 from crsp_ops.models.comparison_keys import RANKING_KEYS, same_basis
 from crsp_ops.models.fingerprint import slug
@@ -66,8 +74,6 @@ class Registration:
 
 def alias_holder(client: Any, name: str, alias: str) -> tuple[float | None, dict[str, str]]:
     """Held-out composite and tags of the version holding ``alias`` (``(None, {})``: none)."""
-    from mlflow.exceptions import MlflowException
-
     try:
         version = client.get_model_version_by_alias(name, alias)
     except MlflowException:
@@ -108,6 +114,7 @@ def register_processor(
             the alias moves over an existing holder only when they match the holder's.
     """
     comparison = dict(comparison or {})
+    prune_unfinished_versions(client, name, alias)
     model_uri, model_id = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
     holder, holder_tags = alias_holder(client, name, alias)
     comparable = holder is None or same_basis(comparison, holder_tags)
@@ -134,6 +141,64 @@ def register_processor(
     logger.info("registered %s v%s; %s %s: %s", name, version, alias,
                 "moved" if moved else "stays", reason)
     return Registration(name, str(version), moved, holder, reason)
+
+
+def prune_unfinished_versions(client: Any, name: str, alias: str) -> list[str]:
+    """Delete the versions of ``name`` whose run ended KILLED or FAILED; return them.
+
+    An ``alias`` held by a deleted version moves to the best-scored version of a FINISHED run
+    on the same comparison basis, or is removed when there is none. Versions of RUNNING runs
+    stay (their run may still finish; a dead one is marked KILLED by the next start).
+    """
+    try:
+        versions = client.search_model_versions(f"name = '{name}'")
+    except MlflowException:
+        return []
+    status = {v.run_id: _run_status(client, v.run_id) for v in versions}
+    dead = [v for v in versions if status[v.run_id] in UNFINISHED]
+    if not dead:
+        return []
+    _, holder_tags = alias_holder(client, name, alias)
+    holder = _alias_version(client, name, alias)
+    for version in dead:
+        client.delete_model_version(name, version.version)
+        logger.warning("deleted %s v%s: its run %s ended %s", name, version.version,
+                       version.run_id, status[version.run_id])
+    if holder is not None and holder in {str(v.version) for v in dead}:
+        finished = [v for v in versions if status[v.run_id] == "FINISHED"
+                    and SCORE_TAG in (v.tags or {}) and same_basis(holder_tags, dict(v.tags))]
+        if finished:
+            best = max(finished, key=lambda v: float(v.tags[SCORE_TAG]))
+            client.set_registered_model_alias(name, alias, best.version)
+        else:
+            _delete_alias(client, name, alias)
+    return [str(v.version) for v in dead]
+
+
+UNFINISHED = ("KILLED", "FAILED")
+
+
+def _run_status(client: Any, run_id: str | None) -> str | None:
+    if not run_id:
+        return None
+    try:
+        return client.get_run(run_id).info.status
+    except MlflowException:
+        return None
+
+
+def _alias_version(client: Any, name: str, alias: str) -> str | None:
+    try:
+        return str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        return None
+
+
+def _delete_alias(client: Any, name: str, alias: str) -> None:
+    try:
+        client.delete_registered_model_alias(name, alias)
+    except MlflowException:
+        pass
 
 
 def _log_model(

@@ -33,7 +33,11 @@ from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.evolve.proposer_factory import build_proposer
-from crsp_ops.evolve.registry import register_processor, registered_model_name
+from crsp_ops.evolve.registry import (
+    prune_unfinished_versions,
+    register_processor,
+    registered_model_name,
+)
 from crsp_ops.evolve.store import (
     DELTAS_BEST,
     DELTAS_CURRENT,
@@ -156,6 +160,13 @@ def run_job(
     comparison = comparison_tags(paths.model_dir, table_path=clusters.table_path,
                                  heldout_rows=heldout)
     tracker.set_tags(comparison)
+    if settings.evolve.registry_enabled and tracker.run_id is not None:
+        # a killed run on this directory was just marked KILLED: withdraw what it registered
+        prune_unfinished_versions(
+            tracker.client,
+            registered_model_name(settings.evolve.registry_model_name, comparison[MODEL_KEY]),
+            settings.evolve.registry_alias,
+        )
     store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
     for stale in store.remove_stale_temp_files():
         logger.warning("removed %s, left by an interrupted write", stale)
