@@ -8,8 +8,9 @@ Every arm starts from the same ``--model`` and trains on the same edge math task
 the same solve conversation (format, worked example, ``<think>`` prefill), the same samples per
 prompt, prompts per step, completion budget, temperature and learning rate, so every arm has
 generated the same number of solve samples at the same step. Every ``--eval-every`` steps
-(and before the first) each arm answers the same ``--heldout`` tasks greedily; the project's
-parser and grader score them (``crsp.heldout.solve_checks``).
+and after the last, each arm answers the same ``--heldout`` tasks greedily; the project's
+parser and grader score them (``crsp.heldout.solve_checks``). The step-0 evaluation is done
+once and shared: every arm starts from the same weights, and greedy decoding is deterministic.
 
 Arms:
 * ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques);
@@ -131,8 +132,11 @@ class HeldOut:
         return {"point": point, "correct": [c.correct for c in checks]}
 
 
-def run_crsp(args, arm: str, train_tasks, heldout: HeldOut) -> dict:
-    """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps."""
+def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
+    """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps.
+
+    ``base`` is the shared step-0 evaluation (every arm starts from the same weights).
+    """
     settings = arm_settings(args, arm)
     model, tokenizer = load_causal_lm(args.model)
     evaluations, step_times = [], []
@@ -144,7 +148,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut) -> dict:
             seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
         trainer.buffers = TaskBuffers(seeds, capacity=len(train_tasks))
         try:
-            evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer, 0, 0))
+            evaluations.append(base)
             while trainer.step < args.steps:
                 metrics, _ = trainer.train_step()
                 trainer.step += 1
@@ -161,7 +165,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut) -> dict:
     return {"evaluations": evaluations, "step_s": step_times}
 
 
-def run_grpo(args, train_tasks, heldout: HeldOut) -> dict:
+def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
     """TRL's GRPOTrainer on the same prompts, reward, sizes and evaluation points."""
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -202,7 +206,7 @@ def run_grpo(args, train_tasks, heldout: HeldOut) -> dict:
     micro = min(settings.train.micro_batch_size, sequences)
     while sequences % micro:
         micro -= 1
-    evaluations.append(heldout.score(model, tokenizer, 0, 0))
+    evaluations.append(base)
     with tempfile.TemporaryDirectory() as out:
         config = GRPOConfig(
             output_dir=out, report_to="none", use_vllm=False, use_cpu=True,
@@ -263,11 +267,14 @@ def main(argv=None) -> int:
     heldout = HeldOut(heldout_tasks, executor, args.max_new_tokens, args.batch_size)
     results = {}
     try:
+        model, tokenizer = load_causal_lm(args.model)
+        base = heldout.score(model, tokenizer, 0, 0)  # greedy: the same for every arm
+        del model
         for arm in args.arms:
             print(f"# arm {arm}", file=sys.stderr, flush=True)
             arm_started = time.perf_counter()
-            results[arm] = (run_grpo(args, train_tasks, heldout) if arm == "grpo"
-                            else run_crsp(args, arm, train_tasks, heldout))
+            results[arm] = (run_grpo(args, train_tasks, heldout, base) if arm == "grpo"
+                            else run_crsp(args, arm, train_tasks, heldout, base))
             results[arm]["wall_s"] = round(time.perf_counter() - arm_started, 1)
     finally:
         executor.close()
