@@ -64,7 +64,10 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
 
 
 def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
-    """Warnings for families whose rollouts were all wrong or all right: zero advantage.
+    """Warnings for families whose rollouts were all wrong or all right.
+
+    An all-wrong family has no correct answer to reinforce (its correctness signal is zero);
+    an all-right family has nothing left to learn.
 
     >>> for line in flat_families({"add": (3, 8), "sub": (0, 8), "code_o": (8, 8)}):
     ...     print(line.split(" (")[0], "|", line.split("; ")[-1])
@@ -74,10 +77,11 @@ def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
     warnings = []
     for family, (hits, total) in counts.items():
         if total and hits in (0, total):
-            kind, fix = (("all wrong", "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
-                         else ("all right", "use harder tasks"))
-            warnings.append(f"family {family}: {hits} of {total} solve rollouts correct ({kind}): "
-                            f"its groups have zero advantage and teach nothing; {fix}")
+            kind, fix = (("all wrong: no correct answer to reinforce",
+                          "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
+                         else ("all right: nothing left to learn", "use harder tasks"))
+            warnings.append(f"family {family}: {hits} of {total} solve rollouts correct "
+                            f"({kind}); {fix}")
     return warnings
 
 
