@@ -25,7 +25,8 @@ DPI = 110
 
 
 def _label(row: RunRow) -> str:
-    return row.run_name or f"{row.proposer}-{row.run_id[:8]}"
+    # names say what ran; the id prefix tells apart reruns of the same recipe
+    return f"{row.run_name or row.proposer} ({row.run_id[:6]})"
 
 
 def _errors(value: float, bounds: tuple[float, float]) -> tuple[float, float]:
