@@ -70,8 +70,10 @@ class EvolveSettings:
     delta_clamp: float = bounded(0.0, 1000.0)
     heldout_size: int
     paired_best: bool
+    max_lost_correct: int
     frontier: bool
     offline_step: float = bounded(0.0, 100.0, open_low=True)
+    offline_length_contrast: str  # "share" | "excess"
     registry_enabled: bool
     registry_model_name: str
     registry_alias: str

@@ -3,7 +3,13 @@
 Direction: clusters over-represented in long answers go down, clusters over-represented in
 correct answers go up (weighted by ``correct_weight``); the EOS cluster (0) goes up when the long
 half is no more correct than the short half (ending sooner then costs nothing), else down. The
-direction is scaled so its largest entry is ``step``.
+direction is scaled so its largest entry is ``step``. How "over-represented in long answers" is
+measured is ``length_contrast``: ``share`` (a cluster's share of the tokens, long minus short
+half) or ``excess`` (the extra tokens a cluster puts into long answers, as a fraction of the
+length gap). Shares sum to 1, so under ``share`` a cluster that long answers merely dilute
+(the answer itself, the same in both) is pushed *up*; ``excess`` moves only the clusters that
+carry the extra length (padding, reflection words such as "wait": NoWait, arXiv 2506.08343),
+each in proportion to its part of it.
 
 Trust region, and why: a usage contrast is only a first-order hint, so the proposer keeps an
 *anchor* (the loop's best deltas and the direction measured with them). Whether a proposal
@@ -31,18 +37,27 @@ from crsp_ops.steering.deltas import validate_deltas
 from crsp_ops.steering.token_rules import EOS_CLUSTER
 
 TIE_TOLERANCE = 1e-9  # composites this close count as equal (same answers, same lengths)
+LENGTH_CONTRASTS = ("share", "excess")  # evolve.offline_length_contrast
 
 
 def usage_direction(
-    evidence: Evidence, counter: ClusterCounter, *, correct_weight: float
+    evidence: Evidence, counter: ClusterCounter, *, correct_weight: float,
+    length_contrast: str = "share",
 ) -> np.ndarray:
-    """``(K,)`` unit-max direction of change from one minibatch's answers (zeros if flat)."""
+    """``(K,)`` unit-max direction of change from one minibatch's answers (zeros if flat).
+
+    ``length_contrast``: ``share`` or ``excess`` (see the module docstring).
+    """
     records = list(evidence.records)
     counts = np.stack([counter.counts(record) for record in records])  # (N, K)
     contrast = usage_contrast(
         counts, [r.response_tokens for r in records], [bool(r.is_correct) for r in records]
     )
-    direction = -contrast.long_minus_short + correct_weight * contrast.correct_minus_incorrect
+    if length_contrast not in LENGTH_CONTRASTS:
+        raise ValueError(f"length_contrast must be one of {LENGTH_CONTRASTS}, "
+                         f"got {length_contrast!r}")
+    longer = contrast.long_excess if length_contrast == "excess" else contrast.long_minus_short
+    direction = -longer + correct_weight * contrast.correct_minus_incorrect
     scale = np.abs(direction).max()
     direction = direction / scale if scale > 0 else direction
     # EOS is (nearly) absent from answer text, so its sign comes from the correctness of lengths.
@@ -62,6 +77,7 @@ class OfflineProposer(Proposer):
         shrink: step factor after a rejected proposal.
         correct_weight: weight of the correct-vs-incorrect contrast.
         min_step: the step never shrinks below this (the search keeps moving).
+        length_contrast: ``share`` or ``excess`` (see the module docstring).
     """
 
     name = "offline"
@@ -76,9 +92,14 @@ class OfflineProposer(Proposer):
         shrink: float = 0.5,
         correct_weight: float = 1.0,
         min_step: float = 0.05,
+        length_contrast: str = "share",
     ) -> None:
         if step <= 0:
             raise ValueError(f"step must be > 0, got {step}")
+        if length_contrast not in LENGTH_CONTRASTS:
+            raise ValueError(f"length_contrast must be one of {LENGTH_CONTRASTS}, "
+                             f"got {length_contrast!r}")
+        self.length_contrast = length_contrast
         self.counter = counter
         self.clamp = clamp
         self.step = step
@@ -94,7 +115,8 @@ class OfflineProposer(Proposer):
         if self.anchor is None or evidence.improved:
             if self.anchor is not None:
                 self.step *= self.grow
-            direction = usage_direction(evidence, self.counter, correct_weight=self.correct_weight)
+            direction = usage_direction(evidence, self.counter, correct_weight=self.correct_weight,
+                                        length_contrast=self.length_contrast)
             self.anchor = {
                 "deltas": dict(evidence.deltas), "composite": composite,
                 "direction": direction.tolist(),

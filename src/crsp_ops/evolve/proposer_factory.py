@@ -80,4 +80,5 @@ def _offline(settings, *, token_clusters, n_clusters, tokenize, **_unused) -> Pr
     return OfflineProposer(
         ClusterCounter(token_clusters, n_clusters, tokenize),
         clamp=settings.evolve.clamp, step=settings.evolve.offline_step,
+        length_contrast=settings.evolve.offline_length_contrast,
     )

@@ -197,6 +197,7 @@ def run_job(
                     minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
                     stop_on_failure=settings.evolve.on_proposal_failure == "stop",
                     paired_best=settings.evolve.paired_best,
+                    max_lost_correct=settings.evolve.max_lost_correct,
                     # Optuna's sampler is its own search: it must be told every trial it asked
                     frontier=settings.evolve.frontier and proposer_kind != "optuna",
                 ),
@@ -242,6 +243,8 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
         "best_iteration": float(outcome.best_iteration),
         "iterations_completed": float(len(outcome.history)),
         "failed_proposals": float(sum(row.proposal_failed for row in outcome.history)),
+        # the search's budget in generated answers (held-out scoring not included)
+        "answers_generated": float(outcome.answers_generated),
         "wall_time_s": wall_s,
     }
     tracker.log_metrics(final, step=last_step)

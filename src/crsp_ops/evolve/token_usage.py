@@ -44,6 +44,8 @@ class UsageContrast:
     """Per-cluster usage contrasts of one minibatch (each ``(K,)``, token fractions)."""
 
     long_minus_short: np.ndarray  # share of a cluster in long answers minus in short ones
+    # extra tokens of a cluster in long answers (mean count long - short) / the length gap
+    long_excess: np.ndarray
     correct_minus_incorrect: np.ndarray  # share in correct answers minus in incorrect ones
     long_correct_rate: float  # correctness of the long half
     short_correct_rate: float  # correctness of the short half
@@ -62,6 +64,13 @@ def usage_contrast(
     >>> c = usage_contrast(np.array([[1., 3.], [3., 1.]]), [4, 40], [True, False])
     >>> c.long_minus_short.tolist(), c.correct_minus_incorrect.tolist()
     ([0.5, -0.5], [-0.5, 0.5])
+
+    Padding (cluster 1) makes answers long; the content (cluster 0) is the same in both. Its
+    share falls in long answers, but it carries none of the extra length:
+
+    >>> c = usage_contrast(np.array([[4., 0.], [4., 12.]]), [4, 16], [True, True])
+    >>> c.long_minus_short.tolist(), c.long_excess.tolist()
+    ([-0.75, 0.75], [0.0, 1.0])
     """
     counts = np.asarray(counts, dtype=np.float64)
     if counts.ndim != 2 or counts.shape[0] != len(lengths) or len(lengths) != len(correct):
@@ -71,8 +80,11 @@ def usage_contrast(
     correct_arr = np.asarray(correct, dtype=bool)
     long = lengths_arr > np.median(lengths_arr)
     zeros = np.zeros(counts.shape[1])
+    excess = _group_gap(counts, long, zeros)  # (K,) extra tokens per long answer
+    gap = excess.sum()
     return UsageContrast(
         long_minus_short=_group_gap(shares, long, zeros),
+        long_excess=excess / gap if gap > 0 else zeros,
         correct_minus_incorrect=_group_gap(shares, correct_arr, zeros),
         long_correct_rate=float(correct_arr[long].mean()) if long.any() else 0.0,
         short_correct_rate=float(correct_arr[~long].mean()) if (~long).any() else 0.0,

@@ -1,0 +1,58 @@
+"""Whether a candidate replaces the best deltas, judged on the same minibatch (pure).
+
+The composite alone lets a candidate win by being shorter while it turns correct answers wrong
+(shortness is 40% of the composite, and on 8 questions a few tokens outweigh a lost answer
+less often than luck does). With paired judging both deltas answered the same questions, so the
+loop can count, question by question, the incumbent's correct answers the candidate lost
+(``lost_correct``) and refuse a candidate that lost more than ``max_lost_correct`` of them
+(``evolve.max_lost_correct``; -1 turns the guard off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GUARD_OFF = -1  # evolve.max_lost_correct value that disables the guard
+
+
+def lost_correct(candidate: Sequence[Any], incumbent: Sequence[Any]) -> int:
+    """Questions the incumbent answered correctly and the candidate did not (by ``example_id``).
+
+    Args:
+        candidate: graded records (``example_id``, ``is_correct``) of the candidate.
+        incumbent: the incumbent's records on the same questions.
+
+    >>> from types import SimpleNamespace as R
+    >>> lost_correct([R(example_id="a", is_correct=False), R(example_id="b", is_correct=True)],
+    ...              [R(example_id="b", is_correct=False), R(example_id="a", is_correct=True)])
+    1
+    """
+    before = {str(r.example_id): bool(r.is_correct) for r in incumbent}
+    missing = [str(r.example_id) for r in candidate if str(r.example_id) not in before]
+    if missing:
+        raise ValueError(f"the incumbent did not answer {missing[:3]}: not the same minibatch")
+    return sum(before[str(r.example_id)] and not r.is_correct for r in candidate)
+
+
+def adopt_candidate(
+    candidate_composite: float, best_composite: float, *, lost: int | None = None,
+    max_lost_correct: int = GUARD_OFF,
+) -> bool:
+    """The candidate becomes the best: a higher composite, and (guard on) few lost answers.
+
+    Args:
+        candidate_composite: the candidate's composite on this minibatch.
+        best_composite: the incumbent's composite (on this minibatch when paired).
+        lost: ``lost_correct`` of the candidate against the incumbent (``None``: unpaired, or
+            nothing to compare with; the guard then does not apply).
+        max_lost_correct: the most lost answers a candidate may have (``GUARD_OFF``: any).
+
+    >>> adopt_candidate(0.40, 0.35), adopt_candidate(0.40, 0.35, lost=1, max_lost_correct=0)
+    (True, False)
+    >>> adopt_candidate(0.40, 0.35, lost=1, max_lost_correct=1), adopt_candidate(0.3, 0.35)
+    (True, False)
+    """
+    if not candidate_composite > best_composite:
+        return False
+    return lost is None or max_lost_correct == GUARD_OFF or lost <= max_lost_correct
