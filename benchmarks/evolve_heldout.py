@@ -1,21 +1,33 @@
-"""Held-out composite and correctness, with 95% bootstrap intervals, of evolved deltas on a model.
+"""Held-out tokens, correctness and composite of evolved deltas on a real model, per arm and seed.
 
 Builds (once, under ``--project``) the stage outputs of a profile with the real stage commands
-(``financebench``, ``base-model``, ``clusters``, ``deltas``; the SmolLM2 profile reads the HF
-directory ``convert-model`` wrote to ``--converted``), then, for every seed, evolves deltas with
-the offline proposer and with Optuna (and the reflector when ``OPENAI_BASE_URL`` is set) under
-the same iteration budget and minibatch draws, and scores each run's best deltas and the initial
-deltas on the same held-out questions (greedy decoding). Per proposer and seed it reports the
-held-out composite and correctness with percentile-bootstrap 95% intervals over questions
-(``evaluation.bootstrap.bootstrap_interval``) and the *paired* difference best − initial
-(questions resampled jointly). Prints a table on stderr and one JSON line on stdout.
+(``financebench`` with a held-out split of ``--heldout`` questions, ``base-model``, ``clusters``,
+``deltas``; the SmolLM2 profile reads the HF directory ``convert-model`` wrote to
+``--converted``). The held-out set is fixed by the split and recorded by its content hash
+(``heldout.sha256``, the tag every evolve run carries). Then, for every seed, each arm searches
+(offline proposer, Optuna TPE, the offline proposer with a Pareto frontier; the reflector too
+when ``OPENAI_BASE_URL`` is set) under the same budget of generated answers (the default
+proposer's: ``LoopConfig.answer_budget``, candidates and paired re-scores of the best counted)
+with the same minibatch draws and the same paired acceptance, and each arm's best deltas and the
+initial deltas are scored on the same held-out questions (greedy decoding).
+
+Per arm it prints one table over the seeds: mean tokens, correctness and composite with the
+*paired* gains over the initial deltas and their 95% bootstrap intervals (questions resampled
+jointly, ``evaluation.paired_gains``), the correctness non-inferiority verdict (lower bound
+>= -0.02), whether issue 26's goal was met (tokens -20%, non-inferior, composite interval above
+0), the answers each search generated, and the wall time; then the seed-averaged composite of
+the first arm minus each other arm, paired over questions. One JSON line goes to stdout.
 
     crsp-ops convert-model --set model.source=smollm2 --out /tmp/smollm2_hf   # once, ~1 min
     python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 1 2 \
-        --iterations 3 --heldout 60 [--project /tmp/crsp_evolve_heldout] \
-        [--set evolve.minibatch_size=8]
+        --heldout 400 --project /tmp/crsp_evolve_heldout_400 > evolve_heldout.json
 
-``--set`` overrides apply to the evolution runs; ``--stage-set`` to building the stages.
+    # a quick check of the plumbing (minutes): 1 seed, 2 iterations, 8 questions
+    python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 --heldout 8 \
+        --iterations 2 --set evolve.minibatch_size=2 --project /tmp/crsp_evolve_heldout_8
+
+``--set`` overrides apply to every arm's search (e.g. ``evolve.max_lost_correct=0``,
+``evolve.offline_length_contrast=excess``); ``--stage-set`` to building the stages.
 """
 
 from __future__ import annotations
@@ -30,15 +42,20 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
-from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
+from crsp_ops.evaluation.paired_gains import (  # noqa: E402
+    correctness_non_inferior,
+    goal_met,
+    paired_gains,
+    seed_average_composite_gain,
+)
 from crsp_ops.evaluation.scoring import composite_score, shortness_score  # noqa: E402
+from crsp_ops.evolve.heldout import INTERVAL_LEVEL  # noqa: E402
 from crsp_ops.evolve.inputs import (  # noqa: E402
     load_cluster_inputs,
     load_initial_deltas,
@@ -53,19 +70,31 @@ from crsp_ops.inference.open_backend import (  # noqa: E402
     prompt_template,
     sampling_params,
 )
+from crsp_ops.models.comparison_keys import rows_sha256  # noqa: E402
 from crsp_ops.paths import copy_config_tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROJECT = Path(tempfile.gettempdir()) / "crsp_evolve_heldout"
+DEFAULT_ARMS = ["offline", "optuna", "offline+frontier"]
+
+Columns = tuple[list[float], list[bool]]  # (response tokens, correct) per held-out question
 
 
 def build_project(project: Path, converted: Path, stage_overrides: list[str]) -> Path:
-    """Stage outputs of the profile under ``project`` (built once; ``.stages_done`` marks it)."""
+    """Stage outputs of the profile under ``project`` (built once; ``.stages_done`` marks it).
+
+    Raises:
+        SystemExit: ``project`` was built with other stage overrides (another held-out size).
+    """
     done = project / ".stages_done"
     project.mkdir(parents=True, exist_ok=True)
     copy_config_tree(REPO, project)
     sync_params(project)
     if done.exists():
+        built = json.loads(done.read_text())["stage_overrides"]
+        if built != stage_overrides:
+            raise SystemExit(f"{project} was built with {built}, not {stage_overrides}: pass "
+                             "another --project (or remove it)")
         return project
     env = {**os.environ, "CRSP_OPS_ROOT": str(project), "HF_HUB_OFFLINE": "1"}
     stages = (["financebench"],
@@ -83,42 +112,173 @@ def build_project(project: Path, converted: Path, stage_overrides: list[str]) ->
     return project
 
 
-def per_question(result) -> np.ndarray:
-    """``(n, 2)`` rows of (correct, response tokens) of a held-out result."""
-    return np.array([[float(r.is_correct), float(r.response_tokens)] for r in result.records])
+def columns(result: Any) -> Columns:
+    """Response tokens and correctness of a held-out result, in question order."""
+    return ([float(r.response_tokens) for r in result.records],
+            [bool(r.is_correct) for r in result.records])
 
 
-def composite_of(rows: np.ndarray, scoring) -> float:
-    """The composite of (correct, tokens) rows, exactly as ``score_records`` computes it."""
-    short = shortness_score(float(rows[:, 1].mean()), scale=scoring.shortness_scale)
-    return composite_score(short, float(rows[:, 0].mean()), w_short=scoring.shortness_weight,
-                           w_correct=scoring.correctness_weight)
-
-
-def summarize(rows: np.ndarray, initial: np.ndarray, scoring) -> dict:
-    """Composite and correctness with intervals, and the paired difference to ``initial``."""
-    composite = partial(composite_of, scoring=scoring)
-    paired = np.hstack([initial, rows])  # (n, 4): both deltas' answers to the same question
-
-    def gain(both: np.ndarray) -> float:
-        return composite(both[:, 2:]) - composite(both[:, :2])
-
-    def correctness_gain(both: np.ndarray) -> float:
-        return float(both[:, 2].mean() - both[:, 0].mean())
-
+def arm_row(seed: int, arm: str, initial: Columns, best: Columns, weights: Any,
+            **extra: Any) -> dict[str, Any]:
+    """One table row: the best deltas' held-out scores and their paired gains over initial."""
+    gains = paired_gains(*initial, *best, weights=weights, confidence=INTERVAL_LEVEL)
+    tokens, correct = best
     return {
-        "composite": round(composite(rows), 4),
-        "composite_ci95": [round(x, 4) for x in bootstrap_interval(rows, composite)],
-        "correctness": round(float(rows[:, 0].mean()), 4),
-        "correctness_ci95": [round(x, 4) for x in bootstrap_interval(rows[:, 0])],
-        "mean_tokens": round(float(rows[:, 1].mean()), 1),
-        "gain": round(gain(paired), 4),
-        "gain_ci95": [round(x, 4) for x in bootstrap_interval(paired, gain)],
-        "correctness_gain": round(correctness_gain(paired), 4),
-        "correctness_gain_ci95": [round(x, 4)
-                                  for x in bootstrap_interval(paired, correctness_gain)],
+        "seed": seed, "arm": arm, **extra,
+        "mean_tokens": round(sum(tokens) / len(tokens), 2),
+        "correctness": round(sum(correct) / len(correct), 4),
+        "composite": round(_composite(best, weights), 4),
+        "tokens_change": _rounded(gains.tokens), "correctness_gain": _rounded(gains.correctness),
+        "composite_gain": _rounded(gains.composite),
+        "non_inferior": correctness_non_inferior(gains.correctness.low),
+        "goal_met": goal_met(gains),
     }
 
+
+def arm_table(arm: str, rows: list[dict[str, Any]]) -> str:
+    """A markdown table of one arm over the seeds, and a seed-average row.
+
+    >>> row = {"seed": 0, "mean_tokens": 36.0, "tokens_change": [-0.231, -0.27, -0.19],
+    ...        "correctness": 0.14, "correctness_gain": [-0.01, -0.02, 0.01],
+    ...        "composite": 0.346, "composite_gain": [0.031, 0.012, 0.05], "non_inferior": True,
+    ...        "goal_met": True, "answers_generated": 120, "best_iteration": 5, "search_s": 610}
+    >>> print(arm_table("offline", [row]))
+    ### offline
+    | seed | mean tokens (change [95% CI]) | correctness (gain [95% CI]) | composite (gain [95% CI]) | non-inferior | goal | answers | best it. | search s |
+    |---|---|---|---|---|---|---|---|---|
+    | 0 | 36.0 (-23% [-27%, -19%]) | 0.140 (-0.01 [-0.02, +0.01]) | 0.3460 (+0.031 [+0.012, +0.050]) | yes | yes | 120 | 5 | 610 |
+    | mean | 36.0 (-23%) | 0.140 (-0.01) | 0.3460 (+0.031) | 1/1 | 1/1 | 120 | | 610 |
+    """  # noqa: E501
+    head = ("| seed | mean tokens (change [95% CI]) | correctness (gain [95% CI]) | composite "
+            "(gain [95% CI]) | non-inferior | goal | answers | best it. | search s |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    lines = [f"### {arm}", head]
+    for r in rows:
+        t, c, g = r["tokens_change"], r["correctness_gain"], r["composite_gain"]
+        lines.append(
+            f"| {r['seed']} | {r['mean_tokens']:.1f} ({100 * t[0]:+.0f}% [{100 * t[1]:+.0f}%, "
+            f"{100 * t[2]:+.0f}%]) | {r['correctness']:.3f} ({c[0]:+.2f} [{c[1]:+.2f}, "
+            f"{c[2]:+.2f}]) | {r['composite']:.4f} ({g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]) | "
+            f"{_yes(r['non_inferior'])} | {_yes(r['goal_met'])} | {r['answers_generated']} | "
+            f"{r['best_iteration']} | {r['search_s']:.0f} |")
+
+    def mean(key: str, index: int | None = None) -> float:
+        values = [r[key] if index is None else r[key][index] for r in rows]
+        return sum(values) / len(values)
+
+    n = len(rows)
+    lines.append(
+        f"| mean | {mean('mean_tokens'):.1f} ({100 * mean('tokens_change', 0):+.0f}%) | "
+        f"{mean('correctness'):.3f} ({mean('correctness_gain', 0):+.2f}) | "
+        f"{mean('composite'):.4f} ({mean('composite_gain', 0):+.3f}) | "
+        f"{sum(r['non_inferior'] for r in rows)}/{n} | {sum(r['goal_met'] for r in rows)}/{n} | "
+        f"{mean('answers_generated'):.0f} | | {mean('search_s'):.0f} |")
+    return "\n".join(lines)
+
+
+def _key(deltas: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted((str(k), float(v)) for k, v in deltas.items()))
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _rounded(estimate: Any) -> list[float]:
+    return [round(estimate.value, 4), round(estimate.low, 4), round(estimate.high, 4)]
+
+
+def _composite(cols: Columns, weights: Any) -> float:
+    """The composite of held-out answers, exactly as ``score_records`` computes it."""
+    tokens, correct = cols
+    short = shortness_score(sum(tokens) / len(tokens), scale=weights.shortness_scale)
+    return composite_score(short, sum(correct) / len(correct), w_short=weights.shortness_weight,
+                           w_correct=weights.correctness_weight)
+
+
+def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any],
+             heldout: list[Any], initial: dict[str, float], clusters: Any, settings: Any,
+             config: LoopConfig, workdir: Path, tokenize: Any,
+             ) -> tuple[Columns, list[dict[str, Any]], dict[tuple[str, int], Columns]]:
+    """Search with every arm and seed, score each best on ``heldout``; the rows and answers.
+
+    Every arm gets ``config`` (its ``max_rollouts`` is the shared answer budget), with the seed
+    as the minibatch and Optuna sampler seed; ``evaluate(examples, deltas)`` generates.
+    """
+    weights = grading_from_settings(settings.scoring).weights
+    initial_cols = columns(evaluate(heldout, initial))
+    scored = {_key(initial): initial_cols}  # greedy decoding: equal deltas answer alike
+    rows, answers = [], {}
+    for seed in seeds:
+        for arm in arms:
+            kind, _, mode = arm.partition("+")
+            run_settings = replace(settings, optuna=replace(settings.optuna, seed=seed))
+            out = workdir / f"{arm}-{seed}"
+            proposer = build_proposer(
+                kind, run_settings, token_clusters=clusters.token_clusters,
+                n_clusters=clusters.n_clusters, initial_deltas=initial, out_dir=out,
+                tokenize=tokenize)
+            searched = time.perf_counter()
+            outcome = run_evolution(
+                pool=pool, evaluate=evaluate, proposer=proposer, initial_deltas=initial,
+                store=EvolutionStore(out, clusters.token_clusters, clusters.n_clusters),
+                cluster_descriptions=clusters.descriptions,
+                config=replace(config, seed=seed, frontier=mode == "frontier"))
+            search_s = time.perf_counter() - searched
+            key = _key(outcome.best_deltas)
+            if key not in scored:
+                scored[key] = columns(evaluate(heldout, outcome.best_deltas))
+            best_cols = scored[key]
+            answers[arm, seed] = best_cols
+            row = arm_row(seed, arm, initial_cols, best_cols, weights,
+                          best_iteration=outcome.best_iteration,
+                          iterations_run=len(outcome.history),
+                          answers_generated=outcome.answers_generated,
+                          search_s=round(search_s, 1),
+                          heldout_s=round(time.perf_counter() - searched - search_s, 1))
+            rows.append(row)
+            print(f"# {json.dumps(row)}", file=sys.stderr)
+    return initial_cols, rows, answers
+
+
+def report(*, arms: list[str], seeds: list[int], heldout_sha256: str, initial_cols: Columns,
+           rows: list[dict[str, Any]], answers: dict[tuple[str, int], Columns], weights: Any,
+           config: LoopConfig, extra: dict[str, Any], started: float) -> dict[str, Any]:
+    """Print the per-arm tables and comparisons on stderr; the JSON summary.
+
+    ``config.max_rollouts`` is the answer budget every search had; ``extra`` joins the JSON.
+    """
+    base = arm_row(-1, "initial", initial_cols, initial_cols, weights)
+    comparisons = {
+        f"{arms[0]} - {other}": _rounded(seed_average_composite_gain(
+            [(*answers[arms[0], s], *answers[other, s]) for s in seeds], weights=weights))
+        for other in arms[1:]}
+    elapsed = time.perf_counter() - started
+    n = len(initial_cols[0])
+    print(f"\nheld-out: {n} questions, sha256 {heldout_sha256}; initial deltas: "
+          f"{base['mean_tokens']:.1f} tokens, correctness {base['correctness']:.3f}, composite "
+          f"{base['composite']:.4f}; {config.iterations} iterations x minibatch "
+          f"{config.minibatch_size}, budget {config.max_rollouts} answers per search; seeds "
+          f"{seeds}", file=sys.stderr)
+    initial_row = {**base, "seed": "all", "answers_generated": 0, "best_iteration": "-",
+                   "search_s": 0.0}
+    print("\n" + arm_table("initial", [initial_row]), file=sys.stderr)
+    for arm in arms:
+        print("\n" + arm_table(arm, [r for r in rows if r["arm"] == arm]), file=sys.stderr)
+    for name, (value, low, high) in comparisons.items():
+        print(f"\n{name}: seed-average held-out composite {value:+.4f} [{low:+.4f}, {high:+.4f}] "
+              "(paired over questions)", file=sys.stderr)
+    print(f"\nwall time: {elapsed:.0f} s", file=sys.stderr)
+    return {
+        "benchmark": "evolve_heldout", **extra, "seeds": seeds, "arms": arms,
+        "iterations": config.iterations, "minibatch_size": config.minibatch_size,
+        "paired_best": config.paired_best, "max_lost_correct": config.max_lost_correct,
+        "answer_budget": config.max_rollouts, "heldout_questions": n,
+        "heldout_sha256": heldout_sha256,
+        "initial": {k: base[k] for k in ("mean_tokens", "correctness", "composite")},
+        "runs": rows, "composite_first_minus_other_seed_average": comparisons,
+        "goal_met": {arm: sum(r["goal_met"] for r in rows if r["arm"] == arm) for arm in arms},
+        "elapsed_s": round(elapsed, 1)}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,88 +286,68 @@ def main() -> None:
                         help="HF model dir written by convert-model (or any HF model dir)")
     parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--heldout", type=int, default=60, help="held-out questions")
-    parser.add_argument("--proposers", nargs="+", default=["offline", "optuna"],
+    parser.add_argument("--iterations", type=int, default=0,
+                        help="iterations per search (0: evolve.iterations, the default)")
+    parser.add_argument("--heldout", type=int, default=400,
+                        help="held-out questions (the financebench split is built this size)")
+    parser.add_argument("--proposers", nargs="+", default=DEFAULT_ARMS,
                         help="arms: offline, optuna, reflector, or <kind>+frontier (Pareto "
-                             "frontier of deltas); reflector joins when OPENAI_BASE_URL is set")
+                             "frontier of deltas); reflector joins when OPENAI_BASE_URL is set; "
+                             "the first arm is compared with every other")
     parser.add_argument("--max-rollouts", type=int, default=0,
-                        help="answers generated per search (0: iterations bound it); an equal "
-                             "budget for arms whose iterations generate differently")
+                        help="answers generated per search (0: the default proposer's budget, "
+                             "LoopConfig.answer_budget of the iterations and minibatch size)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[])
     args = parser.parse_args()
 
-    stage_overrides = ["model.source=smollm2", *args.stage_overrides]
+    started = time.perf_counter()
+    stage_overrides = ["model.source=smollm2", f"financebench.heldout_size={args.heldout}",
+                       *args.stage_overrides]
     project = build_project(args.project, args.converted.resolve(), stage_overrides)
     os.environ["CRSP_OPS_ROOT"] = str(project)
-    kinds = list(args.proposers)
+    arms = list(args.proposers)
     overrides = ["tracking.enabled=n", *stage_overrides, *args.overrides]
     if os.environ.get("OPENAI_BASE_URL"):
-        kinds += [] if "reflector" in kinds else ["reflector"]
+        arms += [] if "reflector" in arms else ["reflector"]
         overrides.append(f"reflector.base_url={os.environ['OPENAI_BASE_URL']}")
     settings = load_settings(project, overrides, env={}).settings
+    weights = grading_from_settings(settings.scoring).weights
     clusters = load_cluster_inputs(project / "outputs/clusters")
     initial = load_initial_deltas(project / "outputs/deltas/deltas_initial.json",
                                   clusters.n_clusters)
     pool, heldout = load_pool_and_heldout(project / "data/financebench", heldout_size=0, seed=0)
+    if len(heldout) < args.heldout:
+        raise SystemExit(f"the held-out split has {len(heldout)} questions, not {args.heldout}")
     heldout = list(heldout[: args.heldout])
-    started = time.perf_counter()
-    table, rows_json = [], []
+    evolve = settings.evolve
+    base_config = LoopConfig(
+        iterations=args.iterations or evolve.iterations, minibatch_size=evolve.minibatch_size,
+        seed=0, stop_on_failure=False, paired_best=evolve.paired_best,
+        max_lost_correct=evolve.max_lost_correct)
+    budget = args.max_rollouts or base_config.answer_budget()
+    runs = len(arms) * len(args.seeds)
+    print(f"# {len(heldout)} held-out questions (sha256 {rows_sha256(heldout)[:12]}), {runs} "
+          f"searches of <= {budget} answers: <= {len(heldout) * (1 + runs) + budget * runs} "
+          "generated answers", file=sys.stderr)
     with open_backend(settings, project / "models/base", project / "outputs/clusters") as backend:
-        evaluate = partial(run_minibatch, backend=backend, template=prompt_template(settings),
+        generate = partial(run_minibatch, backend=backend, template=prompt_template(settings),
                            sampling=sampling_params(settings),
                            grade=grading_from_settings(settings.scoring))
-        initial_rows = per_question(evaluate(heldout, deltas=initial))
-        base = summarize(initial_rows, initial_rows, settings.scoring)
-        print(f"# initial: {json.dumps(base)}", file=sys.stderr)
         with tempfile.TemporaryDirectory() as tmp:
-            for seed in args.seeds:
-                for arm in kinds:
-                    kind, _, mode = arm.partition("+")
-                    run_settings = replace(settings, optuna=replace(settings.optuna, seed=seed))
-                    out = Path(tmp) / f"{arm}-{seed}"
-                    proposer = build_proposer(
-                        kind, run_settings, token_clusters=clusters.token_clusters,
-                        n_clusters=clusters.n_clusters, initial_deltas=initial, out_dir=out,
-                        tokenize=lambda text: backend.tokenizer(
-                            text, add_special_tokens=False)["input_ids"])
-                    outcome = run_evolution(
-                        pool=pool, evaluate=lambda ex, deltas: evaluate(ex, deltas=deltas),
-                        proposer=proposer, initial_deltas=initial,
-                        store=EvolutionStore(out, clusters.token_clusters, clusters.n_clusters),
-                        cluster_descriptions=clusters.descriptions,
-                        config=LoopConfig(iterations=args.iterations,
-                                          minibatch_size=settings.evolve.minibatch_size,
-                                          seed=seed, stop_on_failure=False,
-                                          paired_best=settings.evolve.paired_best,
-                                          frontier=mode == "frontier",
-                                          max_rollouts=args.max_rollouts))
-                    rows = (initial_rows if dict(outcome.best_deltas) == dict(initial)
-                            else per_question(evaluate(heldout, deltas=outcome.best_deltas)))
-                    row = {"seed": seed, "proposer": arm, "best_iteration":
-                           outcome.best_iteration, **summarize(rows, initial_rows,
-                                                               settings.scoring)}
-                    rows_json.append(row)
-                    print(f"# {json.dumps(row)}", file=sys.stderr)
-                    table.append(row)
-    print(f"held-out: {len(heldout)} questions, {args.iterations} iterations, minibatch "
-          f"{settings.evolve.minibatch_size}; initial composite {base['composite']} "
-          f"{base['composite_ci95']}, correctness {base['correctness']} "
-          f"{base['correctness_ci95']}", file=sys.stderr)
-    for row in table:
-        print(f"seed {row['seed']} {row['proposer']:>16}: composite {row['composite']:.4f} "
-              f"{row['composite_ci95']} correctness {row['correctness']:.3f} "
-              f"{row['correctness_ci95']} gain {row['gain']:+.4f} {row['gain_ci95']}",
-              file=sys.stderr)
-    print(json.dumps({
-        "benchmark": "evolve_heldout", "model": str(args.converted), "seeds": args.seeds,
-        "iterations": args.iterations, "minibatch_size": settings.evolve.minibatch_size,
-        "heldout_questions": len(heldout), "max_new_tokens": settings.generation.max_new_tokens,
-        "initial": base, "runs": rows_json,
-        "goal_met_runs": sum(r["gain_ci95"][0] > 0 and r["correctness_gain"] >= 0
-                             for r in rows_json),
-        "elapsed_s": round(time.perf_counter() - started, 1)}))
+            initial_cols, rows, answers = run_arms(
+                arms=arms, seeds=args.seeds, evaluate=lambda ex, d: generate(ex, deltas=d),
+                pool=pool, heldout=heldout, initial=initial, clusters=clusters,
+                settings=settings, config=replace(base_config, max_rollouts=budget),
+                workdir=Path(tmp), tokenize=lambda text: backend.tokenizer(
+                    text, add_special_tokens=False)["input_ids"])
+    print(json.dumps(report(
+        arms=arms, seeds=args.seeds, heldout_sha256=rows_sha256(heldout),
+        initial_cols=initial_cols, rows=rows,
+        answers=answers, weights=weights, config=replace(base_config, max_rollouts=budget),
+        extra={"model": str(args.converted), "overrides": args.overrides,
+               "offline_length_contrast": evolve.offline_length_contrast,
+               "max_new_tokens": settings.generation.max_new_tokens}, started=started)))
 
 
 if __name__ == "__main__":

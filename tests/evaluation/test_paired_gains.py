@@ -12,6 +12,7 @@ from crsp_ops.evaluation.paired_gains import (
     correctness_non_inferior,
     goal_met,
     paired_gains,
+    seed_average_composite_gain,
 )
 
 WEIGHTS = ScoreWeights(shortness_scale=50.0, shortness_weight=0.4, correctness_weight=0.6)
@@ -80,3 +81,19 @@ def test_margin_boundary_and_goal_parts():
 def test_no_rows_is_an_error():
     with pytest.raises(ValueError, match="at least one"):
         paired_gains([], [], [], [], weights=WEIGHTS)
+
+
+def test_seed_average_gain_pairs_questions_across_seeds():
+    """Arm A is 10% shorter than B on every seed; the seeds' question difficulty cancels."""
+    pairs = []
+    for seed in range(3):
+        tokens, correct = table(seed=seed)
+        pairs.append((0.9 * tokens, correct, tokens, correct))
+    gain = seed_average_composite_gain(pairs, weights=WEIGHTS)
+    assert 0 < gain.low <= gain.value <= gain.high < 0.05
+    flipped = seed_average_composite_gain([(b, bc, a, ac) for a, ac, b, bc in pairs],
+                                          weights=WEIGHTS)
+    assert flipped.value == pytest.approx(-gain.value)
+    with pytest.raises(ValueError, match="same held-out questions"):
+        seed_average_composite_gain([pairs[0], tuple(x[:10] for x in pairs[1])],
+                                    weights=WEIGHTS)

@@ -10,6 +10,9 @@ Three differences best - initial are estimated over the same resamples:
 - ``composite``: difference of the composites (recomputed from the resampled rows, since
   shortness is a function of the *mean* length).
 
+Across seeds, ``seed_average_composite_gain`` compares two arms (e.g. the default proposer and
+Optuna) by the seed-averaged composite difference, resampling questions jointly over seeds.
+
 Correctness is *non-inferior* when the lower bound of its paired difference is at least
 ``-NONINFERIORITY_MARGIN`` (a one-sided test at (1 - confidence) / 2).
 """
@@ -126,3 +129,44 @@ def goal_met(gains: PairedGains, *, token_cut: float = TOKEN_CUT_GOAL,
     return (gains.tokens.value <= -token_cut
             and correctness_non_inferior(gains.correctness.low, margin)
             and gains.composite.low > 0.0)
+
+
+def seed_average_composite_gain(
+    pairs: Sequence[tuple[Sequence[float], Sequence[bool], Sequence[float], Sequence[bool]]],
+    *, weights: ScoreWeights, confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+) -> Estimate:
+    """Seed-averaged composite of arm A minus arm B, paired over the same held-out questions.
+
+    Args:
+        pairs: one ``(a_tokens, a_correct, b_tokens, b_correct)`` per seed, every sequence over
+            the same questions in the same order.
+        weights: the composite's constants.
+        confidence: central coverage of the interval.
+        resamples: bootstrap resamples of the questions.
+        seed: seed of the resampling generator.
+
+    >>> w = ScoreWeights(shortness_scale=20.0, shortness_weight=0.4, correctness_weight=0.6)
+    >>> one = ([20] * 10, [True] * 10, [20] * 10, [False] * 10)  # A right where B is wrong
+    >>> [round(x, 4) for x in seed_average_composite_gain([one, one], weights=w).__dict__.values()]
+    [0.6, 0.6, 0.6]
+    """
+    if not pairs:
+        raise ValueError("seed_average_composite_gain needs at least one seed")
+    blocks = [np.column_stack(pair).astype(float) for pair in pairs]  # S x (n, 4)
+    if len({len(block) for block in blocks}) != 1:
+        raise ValueError("every seed must answer the same held-out questions")
+    rows = np.hstack(blocks)  # (n, 4 S): a question's answers under every seed and arm
+
+    def composite(tokens: np.ndarray, correct: np.ndarray) -> float:
+        short = shortness_score(float(tokens.mean()), scale=weights.shortness_scale)
+        return composite_score(short, float(correct.mean()), w_short=weights.shortness_weight,
+                               w_correct=weights.correctness_weight)
+
+    def gain(r: np.ndarray) -> float:
+        return float(np.mean([composite(r[:, 4 * s], r[:, 4 * s + 1])
+                              - composite(r[:, 4 * s + 2], r[:, 4 * s + 3])
+                              for s in range(len(blocks))]))
+
+    low, high = bootstrap_intervals(rows, {"gain": gain}, confidence=confidence,
+                                    resamples=resamples, seed=seed)["gain"]
+    return Estimate(gain(rows), low, high)
