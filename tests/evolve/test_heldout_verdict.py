@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 from evolve_testkit import fake_evaluate
 
 from crsp_ops.evaluation.minibatch_grading import ScoreWeights
 from crsp_ops.evolve.heldout import describe_heldout, evaluate_heldout
+from crsp_ops.evolve.loop import LoopConfig, run_evolution
+from crsp_ops.evolve.offline_proposer import OfflineProposer
+from crsp_ops.evolve.session import JobResult, _finish
+from crsp_ops.evolve.store import EvolutionStore
+from crsp_ops.evolve.token_usage import ClusterCounter
+from crsp_ops.tracking import Tracker
 
 WEIGHTS = ScoreWeights(shortness_scale=20.0, shortness_weight=0.4, correctness_weight=0.6)
 INITIAL = {"0": 0.0, "1": 0.0, "2": 0.0, "3": 0.0}
@@ -35,3 +42,35 @@ def test_same_deltas_say_no_change_and_old_files_still_describe():
     assert describe_heldout(comparison.to_json()).endswith("(no change)")
     old = {k: v for k, v in comparison.to_json().items() if k != "paired"}  # before issue 26
     assert len(describe_heldout(old).splitlines()) == 2
+
+
+class Recording(Tracker):
+    """A tracker that keeps what was logged."""
+
+    def __init__(self):
+        self.logged = {}
+
+    def log_metrics(self, metrics, step):
+        self.logged.update(metrics)
+
+
+def test_the_job_logs_the_answer_budget_and_its_summary_ends_with_the_verdict(tmp_path):
+    store = EvolutionStore(tmp_path, np.arange(4), 4)
+    outcome = run_evolution(
+        pool=list(range(20)), evaluate=fake_evaluate,
+        proposer=OfflineProposer(ClusterCounter(np.arange(4), 4, tokenize=lambda t: []),
+                                 clamp=5.0, step=0.5),
+        store=store, initial_deltas=INITIAL, cluster_descriptions={},
+        config=LoopConfig(iterations=3, minibatch_size=4, seed=0, stop_on_failure=False,
+                          paired_best=True))
+    heldout = evaluate_heldout(fake_evaluate, list(range(100, 120)), initial=INITIAL,
+                               best=outcome.best_deltas, weights=WEIGHTS)
+    tracker = Recording()
+    _finish(store, tracker, outcome, heldout, "offline", 1.0)
+    assert outcome.answers_generated == 4 + 2 * 8
+    assert tracker.logged["answers_generated"] == 20.0
+    assert "heldout_correctness_non_inferior" in tracker.logged
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    assert saved["answers_generated"] == 20.0
+    last = JobResult(outcome, heldout).describe(tmp_path).splitlines()[-1]
+    assert last.startswith("held-out (20 questions")  # the verdict (here: no change)
