@@ -34,14 +34,15 @@ from crsp_ops.inference.hf_chat import encode_chat  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
-VALID_PROPOSAL = ("<think>add one</think><answer>```python\ndef f(x):\n    return x + 1\n```\n"
+# Every role's turn is prefilled (``<think>``; the grader's ``{"grade": ``), so the scripted
+# texts are what a backend returns: the continuation after the prefill.
+VALID_PROPOSAL = ("add one</think><answer>```python\ndef f(x):\n    return x + 1\n```\n"
                   "```input\n3\n```</answer>")
 SCRIPTS = {  # role -> texts used in turn: a well-formed one and a malformed one give variance
     "propose": (VALID_PROPOSAL, "no blocks at all"),
-    "solve": ("<think>guess</think><answer>4</answer>", "just text"),
-    "critique": ('<think>check</think>Verdict: incorrect {"rationale": "r", "grade": 0.5}',
-                 "lgtm"),
-    "grade": ('{"rationale": "tried", "grade": 0.7}',),
+    "solve": ("guess</think><answer>4</answer>", "just text"),
+    "critique": ('check</think>Verdict: incorrect {"grade": 0.5, "rationale": "r"}', "lgtm"),
+    "grade": ('0.7, "rationale": "tried"}',),
 }
 
 

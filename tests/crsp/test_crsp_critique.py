@@ -121,8 +121,8 @@ def test_prompts_cover_the_four_dimensions_and_json():
                  "grade", "not", "effort"):
         assert word in CREATIVITY_GRADING_PROMPT
     assert "Verdict: correct" in CRITIQUE_ROLE_PROMPT and "<think>" in CRITIQUE_ROLE_PROMPT
-    messages = creativity_grading_messages("tried two ways")
-    assert [m["role"] for m in messages] == ["system", "user"]
-    assert "tried two ways" in messages[1]["content"]
+    messages = creativity_grading_messages("tried two ways")  # system, example, trace, prefill
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert "tried two ways" in messages[3]["content"]
     critique = critique_messages("TASK-TEXT", "SOLUTION-TEXT")
-    assert "TASK-TEXT" in critique[1]["content"] and "SOLUTION-TEXT" in critique[1]["content"]
+    assert "TASK-TEXT" in critique[3]["content"] and "SOLUTION-TEXT" in critique[3]["content"]

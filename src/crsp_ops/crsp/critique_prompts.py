@@ -1,13 +1,25 @@
 """Prompts of the critique role and of the thinking-effort (creativity) grader.
 
-Both ask for JSON ``{"rationale": ..., "grade": ...}`` so one parser (``critique.parse_grade``)
-reads either. The grading prompt is our own wording of the seed's four dimensions and, as in
-RLSP, rewards the effort of the search, not whether it reached the right answer.
+Both ask for JSON ``{"grade": ..., "rationale": ...}`` so one parser (``critique.parse_grade``)
+reads either; the grade comes first so a reply cut by the token budget still carries it. The
+grading prompt is our own wording of the seed's four dimensions and, as in RLSP, rewards the
+effort of the search, not whether it reached the right answer.
+
+Both conversations are built like the solver's (``tasks.prompts``) so that a small
+instruction-tuned model hits the format: the format in the system message, one short worked
+example (a user turn and the assistant's reply in the format), the real request, and the
+assistant turn already opened (critique: ``<think>``; grader: ``{"grade": ``), a prefill the
+backends continue. :func:`critique_response` and :func:`grading_response` put the prefill back
+before parsing. The critique example judges a wrong solution, the common case for a small
+model's solutions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from crsp_ops.inference.backend import Message
+from crsp_ops.inference.hf_chat import assistant_prefill
 
 CREATIVITY_GRADING_PROMPT = """\
 You grade how much genuine thinking effort a reasoning trace shows. You will see only the \
@@ -25,13 +37,13 @@ cases, notice mistakes and repair them?
 Padding, repetition and filler are not effort and must not raise the grade.
 
 Reply with a single JSON object and nothing else:
-{"rationale": "<two or three sentences citing the trace>", "grade": <number from 0 to 1>}
+{"grade": <number from 0 to 1>, "rationale": "<one sentence citing the trace>"}
 """
 
 CRITIQUE_ROLE_PROMPT = """\
-You review a proposed solution to a task. First reason step by step inside <think> and \
-</think>: restate what the task asks, work out the answer yourself, and compare it with the \
-solution. Then, after </think>, write exactly one verdict line, either
+You review a proposed solution to a task. First check it briefly inside <think> and </think>: \
+work out the answer yourself and compare it with the solution. Then, after </think>, write \
+exactly one verdict line, either
 
 Verdict: correct
 or
@@ -39,8 +51,25 @@ Verdict: incorrect
 
 and finally one JSON object grading the solution's thinking effort (diversity of strategies, \
 depth, creativity, persistence and rigor; effort, not correctness):
-{"rationale": "<two or three sentences>", "grade": <number from 0 to 1>}
+{"grade": <number from 0 to 1>, "rationale": "<one sentence>"}
 """
+
+CRITIQUE_PREFILL = "<think>"  # the critique's turn starts inside the thinking block
+GRADING_PREFILL = '{"grade": '  # the grader's reply starts inside its JSON object
+_EXAMPLE_TASK = "What is 6 times 7?"
+_EXAMPLE_SOLUTION = "<think>6 times 7 is 48.</think><answer>48</answer>"
+_EXAMPLE_CRITIQUE = ('<think>6 times 7 is 42, not 48.</think>\nVerdict: incorrect\n'
+                     '{"grade": 0.2, "rationale": "One step, never checked."}')
+_EXAMPLE_TRACE = "6 times 7 is 48."
+_EXAMPLE_GRADE = '{"grade": 0.1, "rationale": "A single unchecked step, no other approach."}'
+
+
+def _pair(task_prompt: str, solution: str) -> str:
+    return f"## Task\n{task_prompt}\n\n## Proposed solution\n{solution}"
+
+
+def _trace(thinking: str) -> str:
+    return f"Reasoning trace to grade:\n<think>\n{thinking}\n</think>"
 
 
 def creativity_grading_messages(thinking: str) -> list[Message]:
@@ -50,11 +79,18 @@ def creativity_grading_messages(thinking: str) -> list[Message]:
         thinking: the reasoning trace (content of the ``<think>`` block) to grade.
 
     Returns:
-        A system message with the grading prompt and a user message with the trace.
+        The grading prompt (system), one worked grading, the trace, and the ``{"grade": ``
+        prefill.
+
+    >>> [m["role"] for m in creativity_grading_messages("tried two ways")]
+    ['system', 'user', 'assistant', 'user', 'assistant']
     """
     return [
         {"role": "system", "content": CREATIVITY_GRADING_PROMPT},
-        {"role": "user", "content": f"Reasoning trace to grade:\n<think>\n{thinking}\n</think>"},
+        {"role": "user", "content": _trace(_EXAMPLE_TRACE)},
+        {"role": "assistant", "content": _EXAMPLE_GRADE},
+        {"role": "user", "content": _trace(thinking)},
+        {"role": "assistant", "content": GRADING_PREFILL},
     ]
 
 
@@ -66,10 +102,34 @@ def critique_messages(task_prompt: str, solution: str) -> list[Message]:
         solution: the solver's full response.
 
     Returns:
-        A system message with the critique instructions and a user message with the pair.
+        The critique instructions (system), one worked critique, the pair to judge, and the
+        ``<think>`` prefill.
+
+    >>> [m["role"] for m in critique_messages("1+1?", "<think>1+1</think><answer>2</answer>")]
+    ['system', 'user', 'assistant', 'user', 'assistant']
     """
     return [
         {"role": "system", "content": CRITIQUE_ROLE_PROMPT},
-        {"role": "user",
-         "content": f"## Task\n{task_prompt}\n\n## Proposed solution\n{solution}"},
+        {"role": "user", "content": _pair(_EXAMPLE_TASK, _EXAMPLE_SOLUTION)},
+        {"role": "assistant", "content": _EXAMPLE_CRITIQUE},
+        {"role": "user", "content": _pair(task_prompt, solution)},
+        {"role": "assistant", "content": CRITIQUE_PREFILL},
     ]
+
+
+def critique_response(messages: Sequence[Message], text: str) -> str:
+    """The critique's whole turn: the prefill the backend continued, then the generated ``text``.
+
+    >>> critique_response(critique_messages("q", "s"), "ok</think>Verdict: correct")
+    '<think>ok</think>Verdict: correct'
+    """
+    return assistant_prefill(messages) + text
+
+
+def grading_response(messages: Sequence[Message], text: str) -> str:
+    """The grader's whole reply: its ``{"grade": `` prefill, then the generated ``text``.
+
+    >>> grading_response(creativity_grading_messages("t"), '0.4, "rationale": "r"}')
+    '{"grade": 0.4, "rationale": "r"}'
+    """
+    return assistant_prefill(messages) + text

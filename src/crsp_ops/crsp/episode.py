@@ -3,6 +3,9 @@
 Generation goes through a ``GenerationBackend``; every program runs in the sandbox executor
 (``validate_proposals``, ``check_solutions``), never here. The output is a flat list of scored
 ``RoleSample`` records, one per generated response that is trained on, plus episode counters.
+Every conversation ends in an opened assistant turn (``<think>``; the grader's ``{"grade": ``)
+that the backend continues; the parsers read the whole turn, the prefill put back
+(``solve_response``, ``propose_response``, ``critique_response``, ``grading_response``).
 
 Rewards per role (sequence level; the format rule maps malformed → −1, well-formed but failed
 → −0.5, else the role reward; it sits on the last response token):
@@ -24,7 +27,12 @@ from typing import Any
 
 from crsp_ops.crsp.alpha_schedule import Alphas
 from crsp_ops.crsp.critique import parse_critique, parse_grade
-from crsp_ops.crsp.critique_prompts import creativity_grading_messages, critique_messages
+from crsp_ops.crsp.critique_prompts import (
+    creativity_grading_messages,
+    critique_messages,
+    critique_response,
+    grading_response,
+)
 from crsp_ops.crsp.executor import ExecutionStatus, SandboxExecutor
 from crsp_ops.crsp.rewards import (
     critique_reward,
@@ -37,6 +45,7 @@ from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import (
     check_solutions,
     propose_messages,
+    propose_response,
     solve_messages,
     solve_prompt,
     solve_response,
@@ -127,7 +136,9 @@ def propose(backend: GenerationBackend, executor: SandboxExecutor, buffers: Task
     if not conversations:
         return [], [], [], types
     completions = backend.generate(conversations, _sampling(options, "propose", seed))
-    checks = validate_proposals([c.text for c in completions], types, executor,
+    responses = [propose_response(m, c.text) for m, c in zip(conversations, completions,
+                                                             strict=True)]
+    checks = validate_proposals(responses, types, executor,
                                 min_inputs_code_f=options.min_inputs_code_f)
     return conversations, completions, checks, types
 
@@ -201,10 +212,11 @@ def creativity_scores(backend: GenerationBackend, thinking: Sequence[str | None]
         return scores, 0
     params = SamplingParams(max_new_tokens=options.max_new_tokens["critique"], temperature=0.0,
                             top_p=1.0)
-    replies = backend.generate([creativity_grading_messages(thinking[i]) for i in asked], params)
+    conversations = [creativity_grading_messages(thinking[i]) for i in asked]
+    replies = backend.generate(conversations, params)
     failures = 0
-    for index, reply in zip(asked, replies, strict=True):
-        evaluation = parse_grade(reply.text)
+    for index, messages, reply in zip(asked, conversations, replies, strict=True):
+        evaluation = parse_grade(grading_response(messages, reply.text))
         failures += int(not evaluation.format_ok)
         dims = [evaluation.dimensions[d] for d in options.creativity_dimensions
                 if d in evaluation.dimensions]
@@ -224,7 +236,8 @@ def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: S
                                        solve_response(s.messages, s.completion.text))
                      for s in chosen]
     completions = backend.generate(conversations, _sampling(options, "critique", seed))
-    parsed = [parse_critique(c.text) for c in completions]
+    parsed = [parse_critique(critique_response(m, c.text))
+              for m, c in zip(conversations, completions, strict=True)]
     creativity, failures = [0.0] * len(parsed), 0
     if options.creativity_enabled:
         creativity, failures = creativity_scores(backend, [p.thinking for p in parsed], options)

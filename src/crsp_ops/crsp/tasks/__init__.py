@@ -12,6 +12,7 @@ from crsp_ops.crsp.tasks.answers import (
 from crsp_ops.crsp.tasks.prompts import (
     propose_messages,
     propose_prompt,
+    propose_response,
     solve_messages,
     solve_prompt,
     solve_response,
@@ -29,6 +30,6 @@ __all__ = [
     "CODE_TASK_TYPES", "CodeTask", "MathTask", "ProposalCheck", "ProposalDraft", "SolutionCheck",
     "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
     "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
-    "starter_tasks", "solve_messages", "solve_prompt", "solve_response",
+    "propose_response", "starter_tasks", "solve_messages", "solve_prompt", "solve_response",
     "validate_proposals", "verification_job",
 ]

@@ -10,6 +10,9 @@ assistant's answer in the format), the task, and the assistant turn already open
 inside the thinking block; :func:`solve_response` puts the prefill back before parsing.
 SmolLM2-135M-Instruct at temperature 1 wrote 0 of 20 well-formed solve responses with the
 user turn alone and about half with this conversation (``benchmarks/crsp_solve_format.py``).
+The proposer's conversation has the same shape (format in the system message, one worked
+proposal of the requested type, the request, ``<think>`` prefill); :func:`propose_response`
+puts its prefill back (``benchmarks/crsp_role_format.py`` measures every role).
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ _PROPOSE_INSTRUCTIONS = {
     TaskType.CODE_F: "an induction task: a program, 4 to 6 inputs covering different cases, and "
                      "a one-sentence message hinting at what f does; the solver must write f",
 }
+
+
+PROPOSE_SYSTEM = ("Propose one programming task. Reply in exactly this format: "
+                  "<think>one short sentence</think><answer>the fenced blocks asked for"
+                  "</answer>")
+PROPOSE_PREFILL = "<think>"  # the proposer's turn starts inside the thinking block
+# One worked proposal per type: tiny, generic, and in the exact format parse_proposal reads.
+_EXAMPLE_PROGRAM = "def f(xs):\n    return [x * 2 for x in xs if x > 0]"
+_EXAMPLE_INPUTS = ("[3, -1, 2]", "[-5, 0]", "[1]", "[]")
 
 
 def _fence(body: str, language: str = "") -> str:
@@ -97,8 +109,42 @@ def solve_response(messages: Sequence[Message], text: str) -> str:
     return assistant_prefill(messages) + text
 
 
+def _propose_format(task_type: TaskType) -> str:
+    """The answer blocks requested for ``task_type`` (code_f: two inputs and a message)."""
+    inputs = "\n".join(_fence("<arguments, e.g. [1, 2], 3>", "input")
+                       for _ in range(2 if task_type is TaskType.CODE_F else 1))
+    message = f"\n{_fence('<one sentence>', 'message')}" if task_type is TaskType.CODE_F else ""
+    return ("Reason inside <think> and </think>, then answer inside <answer> and </answer> "
+            f"with exactly these blocks:\n{_fence('def f(...):', 'python')}\n{inputs}{message}")
+
+
+def _propose_request(task_type: TaskType) -> str:
+    if task_type not in _PROPOSE_INSTRUCTIONS:
+        raise ValueError(f"only code tasks are proposed, got {task_type}")
+    request = _PROPOSE_INSTRUCTIONS[task_type]
+    return (f"Propose a new, different and challenging task: {request}. "
+            "The program must define a deterministic function f using only the standard "
+            "library (no os, sys, files, network, randomness or time) and run in well under a "
+            "second.")
+
+
+def propose_example(task_type: TaskType) -> str:
+    r"""The worked proposal of ``task_type``: the whole assistant turn, in the format.
+
+    >>> propose_example(TaskType.CODE_O).startswith("<think>")
+    True
+    """
+    count = len(_EXAMPLE_INPUTS) if task_type is TaskType.CODE_F else 1
+    blocks = [_fence(_EXAMPLE_PROGRAM, "python"),
+              *(_fence(i, "input") for i in _EXAMPLE_INPUTS[:count])]
+    if task_type is TaskType.CODE_F:
+        blocks.append(_fence("Doubles the positive numbers and drops the rest.", "message"))
+    joined = "\n".join(blocks)
+    return f"<think>Double the positive numbers of a list.</think><answer>{joined}</answer>"
+
+
 def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
-    """The proposer's user prompt: reference tasks, then the requested answer format.
+    """The proposer's user prompt: the request, reference tasks, then the answer format.
 
     Args:
         task_type: the code task type to propose.
@@ -107,25 +153,35 @@ def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
     Returns:
         The prompt text.
     """
-    if task_type not in _PROPOSE_INSTRUCTIONS:
-        raise ValueError(f"only code tasks are proposed, got {task_type}")
-    parts = [f"Propose a new, different and challenging {_PROPOSE_INSTRUCTIONS[task_type]}. "
-             "The program must define a deterministic function f using only the standard "
-             "library (no os, sys, files, network, randomness or time) and run in well under a "
-             "second."]
+    parts = [_propose_request(task_type)]
     for number, reference in enumerate(references, start=1):
         pairs = "\n".join(f"f({i}) == {o}" for i, o in zip(reference.inputs, reference.outputs,
                                                            strict=True))
         parts.append(f"Reference {number}:\n{_fence(reference.program, 'python')}\n{pairs}")
-    example_inputs = "\n".join(_fence("<arguments, e.g. [1, 2], 3>", "input")
-                               for _ in range(2 if task_type is TaskType.CODE_F else 1))
-    message = f"\n{_fence('<one sentence>', 'message')}" if task_type is TaskType.CODE_F else ""
-    parts.append("Reason inside <think> and </think>, then answer inside <answer> and </answer> "
-                 f"with exactly these blocks:\n{_fence('def f(...):', 'python')}\n"
-                 f"{example_inputs}{message}")
+    parts.append(_propose_format(task_type))
     return "\n\n".join(parts)
 
 
 def propose_messages(task_type: TaskType, references: Sequence[CodeTask]) -> list[Message]:
-    """Chat messages for the proposer role."""
-    return [{"role": "user", "content": propose_prompt(task_type, references)}]
+    """Chat messages for the proposer: format, one worked proposal, request, ``<think>`` prefill.
+
+    >>> [m["role"] for m in propose_messages(TaskType.CODE_I, [])]
+    ['system', 'user', 'assistant', 'user', 'assistant']
+    """
+    return [
+        {"role": "system", "content": PROPOSE_SYSTEM},
+        {"role": "user", "content": f"{_propose_request(task_type)}\n\n"
+                                    f"{_propose_format(task_type)}"},
+        {"role": "assistant", "content": propose_example(task_type)},
+        {"role": "user", "content": propose_prompt(task_type, references)},
+        {"role": "assistant", "content": PROPOSE_PREFILL},
+    ]
+
+
+def propose_response(messages: Sequence[Message], text: str) -> str:
+    """The proposer's whole turn: the prefill the backend continued, then the generated ``text``.
+
+    >>> propose_response(propose_messages(TaskType.CODE_O, []), "x</think><answer>")
+    '<think>x</think><answer>'
+    """
+    return assistant_prefill(messages) + text

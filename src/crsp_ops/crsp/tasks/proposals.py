@@ -43,22 +43,42 @@ class ProposalCheck:
         return self.task is not None
 
 
+def answer_body(response: str) -> str | None:
+    """The last ``<answer>`` block, or an ``<answer>`` left open after ``</think>`` at the end.
+
+    As for the solver (``answers.solver_answer``), a turn that stops right after its blocks
+    without writing ``</answer>`` still committed to them; the blocks themselves must be closed.
+
+    >>> answer_body("<think>t</think><answer>A</answer>"), answer_body("<think>t</think><answer>B")
+    ('A', 'B')
+    >>> answer_body("<think><answer>C") is None
+    True
+    """
+    answers = _ANSWER.findall(response)
+    if answers:
+        return answers[-1]
+    _, closed, after = response.rpartition("</think>")
+    start = after.lower().rfind("<answer>") if closed else -1
+    return after[start + len("<answer>"):] if start >= 0 else None
+
+
 def parse_proposal(response: str, task_type: TaskType, *, min_inputs_code_f: int
                    ) -> ProposalDraft | None:
     """Parse ``<answer>`` blocks (```python, ```input, ```message) into a draft.
 
     Args:
-        response: the proposer's full response.
+        response: the proposer's whole turn (with its ``<think>`` prefill put back:
+            ``prompts.propose_response``).
         task_type: the code task type that was requested.
         min_inputs_code_f: fewest distinct inputs a code_f proposal needs (>= 2).
 
     Returns:
         The draft, or ``None`` when the format is not followed.
     """
-    answers = _ANSWER.findall(response)
-    if extract_think(response) is None or not answers:
+    answer = answer_body(response)
+    if extract_think(response) is None or answer is None:
         return None
-    blocks = [(kind.lower(), body.strip()) for kind, body in _BLOCK.findall(answers[-1])]
+    blocks = [(kind.lower(), body.strip()) for kind, body in _BLOCK.findall(answer)]
     programs = [body for kind, body in blocks if kind == "python"]
     inputs = tuple(dict.fromkeys(body for kind, body in blocks if kind == "input" and body))
     messages = [body for kind, body in blocks if kind == "message"]
@@ -78,7 +98,7 @@ def validate_proposals(responses: Sequence[str], task_types: Sequence[TaskType],
     """Parse and sandbox-run every proposal; one executor batch for all of them.
 
     Args:
-        responses: proposer responses.
+        responses: proposer responses (whole turns, prefill included).
         task_types: the type requested from each response.
         executor: the sandbox (its determinism check applies).
         min_inputs_code_f: see ``parse_proposal``.

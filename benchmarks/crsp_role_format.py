@@ -1,0 +1,129 @@
+"""Step-0 rollouts of every CRSP role: the well-formed share of propose, solve and critique.
+
+Runs the trainer's own episode code (``crsp.episode.propose``, ``solve`` and ``critique``: the
+conversations with their prefills, the in-process backend, the sandbox, the parsers, the
+creativity grader when ``reward.creativity_enabled``) at the trainer's step 0 and prints one
+JSON line: per role the well-formed count and share with a 95% bootstrap interval, the mean
+response tokens, finish reasons and the first few malformed responses (as generated, after the
+prefill); for propose also the valid share, for critique the grader's format failures.
+
+    python benchmarks/crsp_role_format.py --model /tmp/smollm2 --proposals 24 \
+        --solve-samples 2 --critiques-per-task 2 --set train.temperature=0.7 \
+        [--set train.max_new_tokens_propose=96]
+
+Solve and critique run on the built-in seed tasks of the configured problem types (one
+critique per solve sample up to ``--critiques-per-task`` per task). ``--model`` is an HF model
+directory (or a ``model_ref.json`` directory); settings come from ``params.yaml`` plus ``--set``
+overrides. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from collections import Counter
+from dataclasses import replace
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.crsp.episode import critique, propose, solve  # noqa: E402
+from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
+    SelfPlaySettings,
+    episode_options,
+    make_alpha_schedule_from,
+    make_buffers,
+    make_executor,
+)
+from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
+from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
+from crsp_ops.models.loading import load_causal_lm  # noqa: E402
+from crsp_ops.paths import project_root  # noqa: E402
+
+
+def share_summary(flags: list[bool], completions, elapsed: float, show: int) -> dict:
+    """Well-formed count, share and 95% bootstrap interval, tokens, finishes, malformed texts."""
+    ok = sum(flags)
+    low, high = bootstrap_interval([float(f) for f in flags]) if flags else (0.0, 1.0)
+    return {"well_formed": ok, "n": len(flags),
+            "share": round(ok / len(flags), 3) if flags else None,
+            "ci95": [round(low, 3), round(high, 3)],
+            "finish": dict(Counter(c.finish_reason for c in completions)),
+            "mean_tokens": round(statistics.fmean(c.response_tokens for c in completions), 1)
+            if completions else None,
+            "generate_s": round(elapsed, 1),
+            "malformed_examples": [c.text[:240] for c, f in zip(completions, flags, strict=True)
+                                   if not f][:show]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
+    parser.add_argument("--proposals", type=int, default=24, help="propose rollouts")
+    parser.add_argument("--solve-samples", type=int, default=2, help="solve samples per task")
+    parser.add_argument("--critiques-per-task", type=int, default=2,
+                        help="critiques per seed task (at most --solve-samples)")
+    parser.add_argument("--roles", nargs="+", default=["propose", "solve", "critique"],
+                        choices=["propose", "solve", "critique"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--show", type=int, default=3, help="malformed responses per role")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="section.key=value overrides of params.yaml")
+    args = parser.parse_args()
+
+    settings = load_settings(project_root(), args.overrides).settings
+    selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                                settings.generation)
+    model, tokenizer = load_causal_lm(args.model)
+    backend = InProcessGeneration(model, tokenizer, device="cpu",
+                                  batch_size=settings.generation.batch_size).backend
+    executor = make_executor(settings.crsp)
+    alphas = make_alpha_schedule_from(settings.reward)(0, max(settings.train.steps - 1, 1))
+    options = replace(episode_options(selfplay), proposals=args.proposals,
+                      solver_samples=args.solve_samples,
+                      critiques_per_task=min(args.critiques_per_task, args.solve_samples))
+    tasks = [task for name in settings.crsp.problem_types
+             for task in starter_tasks(TaskType(name))]
+    result = {"benchmark": "crsp_role_format", "model": str(args.model),
+              "temperature": options.temperature, "max_new_tokens": dict(options.max_new_tokens),
+              "creativity_enabled": options.creativity_enabled, "roles": {}}
+    if "propose" in args.roles:
+        started = time.perf_counter()
+        _, completions, checks, types = propose(
+            backend, executor, make_buffers(settings.crsp, []), options, 0,
+            random.Random(args.seed), args.seed)
+        summary = share_summary([c.well_formed for c in checks], completions,
+                                time.perf_counter() - started, args.show)
+        summary["valid"] = sum(c.valid for c in checks)
+        summary["task_types"] = dict(Counter(t.value for t in types))
+        result["roles"]["propose"] = summary
+    if {"solve", "critique"} & set(args.roles):
+        started = time.perf_counter()
+        solve_samples, _ = solve(backend, executor, tasks, options, alphas, args.seed + 1)
+        summary = share_summary([s.well_formed for s in solve_samples],
+                                [s.completion for s in solve_samples],
+                                time.perf_counter() - started, args.show)
+        summary["correct"] = sum(s.passed for s in solve_samples)
+        result["roles"]["solve"] = summary
+        if "critique" in args.roles:
+            started = time.perf_counter()
+            samples, grader_failures = critique(backend, tasks, solve_samples, options, alphas,
+                                                args.seed + 2)
+            summary = share_summary([s.well_formed for s in samples],
+                                    [s.completion for s in samples],
+                                    time.perf_counter() - started, args.show)
+            summary["verdicts"] = dict(Counter(str(s.info["verdict"]) for s in samples))
+            summary["agree"] = sum(s.passed for s in samples)
+            summary["grader_format_failures"] = grader_failures
+            result["roles"]["critique"] = summary
+    executor.close()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
