@@ -93,9 +93,10 @@ def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir):
     assert (out / "config.json").is_file()
 
 
-def test_train_cli_rejects_a_missing_model(project):
-    with pytest.raises(FileNotFoundError, match="config.json"):
-        main(["train", "--model", "nowhere", "--set", "tracking.enabled=n"])
+def test_train_cli_rejects_a_missing_model(project, capsys):
+    assert main(["train", "--model", "nowhere", "--set", "tracking.enabled=n"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "nowhere does not exist" in line and "crsp-ops base-model" in line
 
 
 def test_train_cli_logs_a_learning_curve_on_edge_tasks(project, tiny_model_dir, capsys):
