@@ -110,11 +110,17 @@ def arm_settings(args, arm: str):
 
 
 class HeldOut:
-    """The fixed held-out tasks, scored greedily; keeps each evaluation's per-task verdicts."""
+    """The fixed held-out tasks, scored greedily; keeps each evaluation's per-task verdicts.
 
-    def __init__(self, tasks: list[MathTask], executor, budget: int, batch_size: int) -> None:
+    With ``journal`` set, every evaluation is appended to that JSONL file as it ends, so a run
+    cut short keeps the evaluations it finished.
+    """
+
+    def __init__(self, tasks: list[MathTask], executor, budget: int, batch_size: int,
+                 journal: Path | None = None) -> None:
         self.tasks, self.executor = tasks, executor
         self.budget, self.batch_size = budget, batch_size
+        self.journal, self.arm = journal, "base"
 
     def score(self, model, tokenizer, step: int, samples: int) -> dict:
         was_training = model.training
@@ -129,7 +135,13 @@ class HeldOut:
         print(f"#   step {step}: solve {point.solve_rate:.3f} {point.solve_rate_ci} "
               f"well-formed {point.well_formed:.2f} ({time.perf_counter() - started:.0f} s)",
               file=sys.stderr, flush=True)
-        return {"point": point, "correct": [c.correct for c in checks]}
+        correct = [c.correct for c in checks]
+        if self.journal is not None:
+            with self.journal.open("a", encoding="utf-8") as journal:
+                journal.write(json.dumps({"arm": self.arm, **point.to_row(),
+                                          "correct": correct,
+                                          "well_formed": [c.well_formed for c in checks]}) + "\n")
+        return {"point": point, "correct": correct}
 
 
 def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
@@ -264,7 +276,11 @@ def main(argv=None) -> int:
     settings = arm_settings(args, "crsp")
     train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
     executor = make_executor(settings.crsp)
-    heldout = HeldOut(heldout_tasks, executor, args.max_new_tokens, args.batch_size)
+    journal = None
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        journal = args.out / "evaluations.jsonl"
+    heldout = HeldOut(heldout_tasks, executor, args.max_new_tokens, args.batch_size, journal)
     results = {}
     try:
         model, tokenizer = load_causal_lm(args.model)
@@ -272,6 +288,7 @@ def main(argv=None) -> int:
         del model
         for arm in args.arms:
             print(f"# arm {arm}", file=sys.stderr, flush=True)
+            heldout.arm = arm
             arm_started = time.perf_counter()
             results[arm] = (run_grpo(args, train_tasks, heldout, base) if arm == "grpo"
                             else run_crsp(args, arm, train_tasks, heldout, base))
