@@ -90,6 +90,8 @@ sync: setup  ## write params.yaml from Kconfig + .config
 bench: setup  ## every benchmark, one JSON line each
 	@for script in benchmarks/*.py; do $(PY) $$script; done
 
+# --app-name crsp-ui: MLflow's app, opening in the model-training view with the key metric
+# columns in a browser that has made no choice of its own (crsp_ops.tracking.ui_app)
 ui: setup  ## the MLflow UI on http://127.0.0.1:5000 (the project's sqlite store)
 	@echo "runs table and charts: http://127.0.0.1:5000/#/experiments?workflowType=machine_learning"
-	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port 5000
+	$(VENV)/bin/mlflow ui --app-name crsp-ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --port 5000
