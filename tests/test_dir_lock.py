@@ -68,3 +68,25 @@ def test_a_lock_left_by_a_killed_holder_is_recovered(tmp_path):
         with pytest.raises(InUseError, match=f"pid {os.getpid()}"):
             with hold_output_dir(out):
                 pass
+
+
+def test_a_lock_on_a_fresh_tree_leaves_nothing_behind(tmp_path):
+    out = tmp_path / "models" / "converted"
+    with hold_output_dir(out):
+        assert (tmp_path / "models" / ".converted.lock").exists()
+    assert not (tmp_path / "models").exists()  # a command that wrote nothing leaves nothing
+    with hold_output_dir(out):
+        out.mkdir()
+    assert out.is_dir()  # what the command wrote stays
+
+
+def test_secondary_ranks_of_one_launch_share_rank_zeros_lock(tmp_path, monkeypatch):
+    out = tmp_path / "crsp"
+    with hold_output_dir(out):
+        monkeypatch.setenv("RANK", "1")
+        with hold_output_dir(out):  # rank 1 of the same job: no second lock, no refusal
+            pass
+        monkeypatch.setenv("RANK", "0")
+        with pytest.raises(InUseError):
+            with hold_output_dir(out):
+                pass

@@ -4,7 +4,12 @@ The lock file sits beside the directory (``.<name>.lock``), not inside it, so it
 a DVC hash. On Linux ``FileLock`` is an ``fcntl`` lock, which the kernel drops when its holder
 dies (SIGKILL included): a stale lock from a dead process is recovered by simply taking it.
 The holder writes its pid and host into ``.<name>.lock.owner`` so that the refused second
-writer can say who holds the directory.
+writer can say who holds the directory. When the lock had to create the parent directory
+(a fresh tree), releasing it removes the lock files and that directory again if nothing else
+was written there, so a command that fails early leaves nothing behind.
+
+Under a multi-process launch (``accelerate launch``/``torchrun`` set ``RANK``) only rank 0
+takes the lock: the ranks of one job are one writer.
 """
 
 from __future__ import annotations
@@ -21,6 +26,16 @@ from filelock import FileLock, Timeout
 from crsp_ops.errors import InUseError
 
 
+def is_secondary_rank(environ: dict[str, str] | None = None) -> bool:
+    """True in a non-zero rank of a distributed launch (``RANK`` set and not 0).
+
+    >>> is_secondary_rank({"RANK": "1"}), is_secondary_rank({"RANK": "0"}), is_secondary_rank({})
+    (True, False, False)
+    """
+    environ = os.environ if environ is None else environ
+    return environ.get("RANK", "0") not in ("", "0")
+
+
 def lock_paths(out: str | os.PathLike) -> tuple[Path, Path]:
     """``(lock file, owner sidecar)`` guarding output directory ``out``."""
     out = Path(out).absolute()
@@ -34,7 +49,11 @@ def hold_output_dir(out: str | os.PathLike) -> Iterator[Path]:
     Raises:
         InUseError: a live process holds it (one line naming its pid and host).
     """
+    if is_secondary_rank():
+        yield Path(out)
+        return
     lock_file, owner_file = lock_paths(out)
+    created = _missing_ancestors(lock_file.parent)
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(lock_file, timeout=0)
     try:
@@ -52,6 +71,29 @@ def hold_output_dir(out: str | os.PathLike) -> Iterator[Path]:
     finally:
         owner_file.unlink(missing_ok=True)
         lock.release()
+        if created:
+            _remove_if_only_lock(created, lock_file)
+
+
+def _missing_ancestors(directory: Path) -> list[Path]:
+    """``directory`` and its parents that do not exist yet, innermost first."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    return missing
+
+
+def _remove_if_only_lock(created: list[Path], lock_file: Path) -> None:
+    """Undo the directories the lock created when they hold nothing but the lock file."""
+    if any(entry != lock_file for entry in created[0].iterdir()):
+        return
+    lock_file.unlink(missing_ok=True)
+    for directory in created:
+        try:
+            directory.rmdir()
+        except OSError:  # something else was written there meanwhile
+            return
 
 
 def _owner(owner_file: Path) -> str:

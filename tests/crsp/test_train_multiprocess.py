@@ -75,7 +75,8 @@ def test_two_processes_stay_in_sync_log_one_run_and_resume_in_one(tmp_path, tiny
     def history(key):
         return {m.step: m.value for m in client.get_metric_history(run_id, key)}
 
-    assert history("ddp/num_processes") == {1: 2.0, 2: 2.0}
+    # step 0: the base model's held-out evaluation, reduced over both ranks like every log
+    assert history("ddp/num_processes") == {0: 2.0, 1: 2.0, 2: 2.0}
     assert history("ddp/param_sum_spread") == {1: 0.0, 2: 0.0}  # identical replicas
     sums = history("ddp/param_sum")
     assert sums[1] != sums[2]  # and they did train
