@@ -138,9 +138,9 @@ class HeldOut:
         correct = [c.correct for c in checks]
         if self.journal is not None:
             with self.journal.open("a", encoding="utf-8") as journal:
-                journal.write(json.dumps({"arm": self.arm, **point.to_row(),
-                                          "correct": correct,
-                                          "well_formed": [c.well_formed for c in checks]}) + "\n")
+                journal.write(json.dumps({
+                    "arm": self.arm, **point.to_row(), "correct_each": correct,
+                    "well_formed_each": [c.well_formed for c in checks]}) + "\n")
         return {"point": point, "correct": correct}
 
 
