@@ -27,6 +27,7 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -61,6 +62,17 @@ def share_summary(flags: list[bool], completions, elapsed: float, show: int) -> 
                                    if not f][:show]}
 
 
+def dump(path: Path | None, role: str, completions, flags: list[bool]) -> None:
+    """Append one JSON line per response (for reading the texts or re-parsing shorter budgets)."""
+    if path is None:
+        return
+    with path.open("a") as out:
+        for completion, flag in zip(completions, flags, strict=True):
+            out.write(json.dumps({"role": role, "well_formed": flag, "text": completion.text,
+                                  "finish": completion.finish_reason,
+                                  "token_ids": list(completion.token_ids)}) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
@@ -72,6 +84,8 @@ def main() -> None:
                         choices=["propose", "solve", "critique"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=3, help="malformed responses per role")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every response here (JSON lines: role, text, token ids)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="section.key=value overrides of params.yaml")
     args = parser.parse_args()
@@ -99,6 +113,7 @@ def main() -> None:
             random.Random(args.seed), args.seed)
         summary = share_summary([c.well_formed for c in checks], completions,
                                 time.perf_counter() - started, args.show)
+        dump(args.dump, "propose", completions, [c.well_formed for c in checks])
         summary["valid"] = sum(c.valid for c in checks)
         summary["task_types"] = dict(Counter(t.value for t in types))
         result["roles"]["propose"] = summary
@@ -108,6 +123,8 @@ def main() -> None:
         summary = share_summary([s.well_formed for s in solve_samples],
                                 [s.completion for s in solve_samples],
                                 time.perf_counter() - started, args.show)
+        dump(args.dump, "solve", [s.completion for s in solve_samples],
+             [s.well_formed for s in solve_samples])
         summary["correct"] = sum(s.passed for s in solve_samples)
         result["roles"]["solve"] = summary
         if "critique" in args.roles:
@@ -117,6 +134,8 @@ def main() -> None:
             summary = share_summary([s.well_formed for s in samples],
                                     [s.completion for s in samples],
                                     time.perf_counter() - started, args.show)
+            dump(args.dump, "critique", [s.completion for s in samples],
+                 [s.well_formed for s in samples])
             summary["verdicts"] = dict(Counter(str(s.info["verdict"]) for s in samples))
             summary["agree"] = sum(s.passed for s in samples)
             summary["grader_format_failures"] = grader_failures

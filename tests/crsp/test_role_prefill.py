@@ -23,6 +23,8 @@ from crsp_ops.crsp.tasks import (
     TaskType,
     parse_proposal,
     propose_messages,
+    solve_prompt,
+    task_statement,
     validate_proposals,
 )
 from crsp_ops.crsp.tasks.prompts import PROPOSE_PREFILL
@@ -114,3 +116,10 @@ def test_episode_puts_every_prefill_back_before_parsing(executor):
     assert [s.info["creativity"] for s in samples] == [0.6, 0.6]
     assert [s.info["verdict"] for s in samples] == [False, False]
     assert not parse_critique(CRITIQUE).well_formed  # no <think> without the prefill
+
+
+def test_critique_sees_the_task_without_the_solvers_response_format():
+    task = MathTask("What is 2 + 2?", "", "4")
+    assert task_statement(task) == "What is 2 + 2?"
+    assert solve_prompt(task).startswith(task_statement(task)) and "<answer>" in solve_prompt(task)
+    assert "<answer> and </answer>" not in critique_messages(task_statement(task), "s")[3]["content"]

@@ -60,12 +60,16 @@ _EXAMPLE_TASK = "What is 6 times 7?"
 _EXAMPLE_SOLUTION = "<think>6 times 7 is 48.</think><answer>48</answer>"
 _EXAMPLE_CRITIQUE = ('<think>6 times 7 is 42, not 48.</think>\nVerdict: incorrect\n'
                      '{"grade": 0.2, "rationale": "One step, never checked."}')
+# Ends the critique's user turn: without it a small model answers the task instead of judging.
+_REVIEW_REQUEST = ("Judge this solution: <think>short check</think>, then the Verdict line "
+                   "and the JSON grade.")
 _EXAMPLE_TRACE = "6 times 7 is 48."
 _EXAMPLE_GRADE = '{"grade": 0.1, "rationale": "A single unchecked step, no other approach."}'
 
 
 def _pair(task_prompt: str, solution: str) -> str:
-    return f"## Task\n{task_prompt}\n\n## Proposed solution\n{solution}"
+    return (f"## Task\n{task_prompt}\n\n## Proposed solution\n{solution}\n\n"
+            f"{_REVIEW_REQUEST}")
 
 
 def _trace(thinking: str) -> str:
@@ -98,7 +102,8 @@ def critique_messages(task_prompt: str, solution: str) -> list[Message]:
     """Chat messages asking the policy, in its critique role, to judge ``solution``.
 
     Args:
-        task_prompt: the task exactly as the solver saw it.
+        task_prompt: the task as the solver saw it, without the solver's response format
+            (``tasks.task_statement``).
         solution: the solver's full response.
 
     Returns:

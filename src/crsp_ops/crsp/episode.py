@@ -47,8 +47,8 @@ from crsp_ops.crsp.tasks import (
     propose_messages,
     propose_response,
     solve_messages,
-    solve_prompt,
     solve_response,
+    task_statement,
     validate_proposals,
 )
 from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, Task, TaskType, task_family
@@ -232,7 +232,7 @@ def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: S
               if int(s.example_id.rsplit("/", 1)[1]) < options.critiques_per_task]
     if not chosen:
         return [], 0
-    conversations = [critique_messages(solve_prompt(tasks[s.info["task_index"]]),
+    conversations = [critique_messages(task_statement(tasks[s.info["task_index"]]),
                                        solve_response(s.messages, s.completion.text))
                      for s in chosen]
     completions = backend.generate(conversations, _sampling(options, "critique", seed))

@@ -16,6 +16,7 @@ from crsp_ops.crsp.tasks.prompts import (
     solve_messages,
     solve_prompt,
     solve_response,
+    task_statement,
 )
 from crsp_ops.crsp.tasks.proposals import (
     ProposalCheck,
@@ -31,5 +32,6 @@ __all__ = [
     "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
     "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
     "propose_response", "starter_tasks", "solve_messages", "solve_prompt", "solve_response",
+    "task_statement",
     "validate_proposals", "verification_job",
 ]

@@ -50,9 +50,10 @@ _PROPOSE_INSTRUCTIONS = {
 }
 
 
-PROPOSE_SYSTEM = ("Propose one programming task. Reply in exactly this format: "
-                  "<think>one short sentence</think><answer>the fenced blocks asked for"
-                  "</answer>")
+PROPOSE_SYSTEM = ("Propose one programming task: a deterministic Python function f using only "
+                  "the standard library (no os, sys, files, network, randomness or time) that "
+                  "runs in well under a second. Reply in exactly this format: <think>one short "
+                  "sentence</think><answer>the fenced blocks asked for</answer>")
 PROPOSE_PREFILL = "<think>"  # the proposer's turn starts inside the thinking block
 # One worked proposal per type: tiny, generic, and in the exact format parse_proposal reads.
 _EXAMPLE_PROGRAM = "def f(xs):\n    return [x * 2 for x in xs if x > 0]"
@@ -64,14 +65,23 @@ def _fence(body: str, language: str = "") -> str:
 
 
 def solve_prompt(task: Task) -> str:
-    r"""The solver's user prompt for ``task``.
+    r"""The solver's user prompt for ``task``: the task, then the response format.
 
     >>> "f(3)" in solve_prompt(CodeTask(TaskType.CODE_O, "def f(n):\n    return n", ("3",),
     ...                                  ("3",)))
     True
     """
+    return f"{task_statement(task)}\n\n{RESPONSE_FORMAT}"
+
+
+def task_statement(task: Task) -> str:
+    """The task as the solver sees it, without the response format (what a critique is shown).
+
+    >>> task_statement(MathTask("1+1?", "", "2"))
+    '1+1?'
+    """
     if isinstance(task, MathTask):
-        return f"{task.question}\n\n{RESPONSE_FORMAT}"
+        return task.question
     parts = [_SOLVE_INSTRUCTIONS[task.task_type]]
     if task.task_type is TaskType.CODE_O:
         parts += [_fence(task.program, "python"), f"Input: f({task.inputs[0]})"]
@@ -81,7 +91,6 @@ def solve_prompt(task: Task) -> str:
         shown = zip(task.inputs[: task.num_shown], task.outputs[: task.num_shown], strict=True)
         parts += [f"f({arguments}) == {output}" for arguments, output in shown]
         parts.append(f"Message: {task.message}")
-    parts.append(RESPONSE_FORMAT)
     return "\n\n".join(parts)
 
 
@@ -114,18 +123,15 @@ def _propose_format(task_type: TaskType) -> str:
     inputs = "\n".join(_fence("<arguments, e.g. [1, 2], 3>", "input")
                        for _ in range(2 if task_type is TaskType.CODE_F else 1))
     message = f"\n{_fence('<one sentence>', 'message')}" if task_type is TaskType.CODE_F else ""
-    return ("Reason inside <think> and </think>, then answer inside <answer> and </answer> "
-            f"with exactly these blocks:\n{_fence('def f(...):', 'python')}\n{inputs}{message}")
+    return ("Reply with <think>one sentence</think>, then <answer>, these blocks and "
+            f"</answer>:\n{_fence('def f(...):', 'python')}\n{inputs}{message}")
 
 
 def _propose_request(task_type: TaskType) -> str:
     if task_type not in _PROPOSE_INSTRUCTIONS:
         raise ValueError(f"only code tasks are proposed, got {task_type}")
-    request = _PROPOSE_INSTRUCTIONS[task_type]
-    return (f"Propose a new, different and challenging task: {request}. "
-            "The program must define a deterministic function f using only the standard "
-            "library (no os, sys, files, network, randomness or time) and run in well under a "
-            "second.")
+    return (f"Propose a new, different and challenging task: {_PROPOSE_INSTRUCTIONS[task_type]}."
+            f"\n\n{_propose_format(task_type)}")
 
 
 def propose_example(task_type: TaskType) -> str:
@@ -144,7 +150,9 @@ def propose_example(task_type: TaskType) -> str:
 
 
 def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
-    """The proposer's user prompt: the request, reference tasks, then the answer format.
+    """The proposer's user prompt: reference tasks, then the request and its answer format.
+
+    The request comes last so that the model answers it rather than continuing the list.
 
     Args:
         task_type: the code task type to propose.
@@ -153,12 +161,12 @@ def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
     Returns:
         The prompt text.
     """
-    parts = [_propose_request(task_type)]
+    parts = []
     for number, reference in enumerate(references, start=1):
         pairs = "\n".join(f"f({i}) == {o}" for i, o in zip(reference.inputs, reference.outputs,
                                                            strict=True))
         parts.append(f"Reference {number}:\n{_fence(reference.program, 'python')}\n{pairs}")
-    parts.append(_propose_format(task_type))
+    parts.append(_propose_request(task_type))
     return "\n\n".join(parts)
 
 
@@ -170,8 +178,7 @@ def propose_messages(task_type: TaskType, references: Sequence[CodeTask]) -> lis
     """
     return [
         {"role": "system", "content": PROPOSE_SYSTEM},
-        {"role": "user", "content": f"{_propose_request(task_type)}\n\n"
-                                    f"{_propose_format(task_type)}"},
+        {"role": "user", "content": _propose_request(task_type)},
         {"role": "assistant", "content": propose_example(task_type)},
         {"role": "user", "content": propose_prompt(task_type, references)},
         {"role": "assistant", "content": PROPOSE_PREFILL},
