@@ -19,7 +19,8 @@ Arms:
   the x axis still counts solve samples, so its extra propose/critique generation is cost;
 * ``grpo``: TRL's ``GRPOTrainer`` with the reward CRSP's solver gets (the format rule:
   1 for a correct answer, −0.5 for a well-formed wrong one, −1 for a malformed one; the length
-  term is 1 at these lengths), TRL's default loss, ``beta=0``.
+  term is 1 at these lengths), TRL's default loss, ``beta=0``, in fp32 without gradient
+  checkpointing like the CRSP arms (TRL's own defaults are bf16 autocast and checkpointing).
 
 The JSON line holds, per arm, the curve (solve rate and well-formed share with 95% bootstrap
 intervals, solve rate among well-formed answers), the paired after − before difference over
@@ -132,7 +133,8 @@ class HeldOut:
                               max_new_tokens=self.budget)
         model.train(was_training)
         point = curve_point(step, samples, heldout_metrics(self.tasks, checks))
-        print(f"#   step {step}: solve {point.solve_rate:.3f} {point.solve_rate_ci} "
+        low, high = point.solve_rate_ci
+        print(f"#   step {step}: solve {point.solve_rate:.3f} [{low:.3f}, {high:.3f}] "
               f"well-formed {point.well_formed:.2f} ({time.perf_counter() - started:.0f} s)",
               file=sys.stderr, flush=True)
         correct = [c.correct for c in checks]
@@ -229,7 +231,11 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
             max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
             warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
             save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=args.seed, dataloader_num_workers=0)
+            seed=args.seed, dataloader_num_workers=0,
+            # fp32 without checkpointing, as the CRSP arms train: TRL's defaults (bf16 autocast,
+            # gradient checkpointing) patch the model's forward, so the held-out evaluation
+            # after a step would run in bf16 and differ from the shared step-0 one.
+            bf16=False, fp16=False, gradient_checkpointing=False)
         trainer = GRPOTrainer(model=model, reward_funcs=format_rule, args=config,
                               processing_class=tokenizer, callbacks=[Evaluate()],
                               train_dataset=Dataset.from_list(rows))

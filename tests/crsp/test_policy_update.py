@@ -1,11 +1,23 @@
-"""Policy update internals: length-packed micro-batches, response-only logits, on-policy ratio."""
+"""Policy update internals: length-packed micro-batches, response-only logits, on-policy ratio,
+no optimizer step without an advantage signal."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import torch
+from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from crsp_ops.crsp.policy_update import micro_batches, token_budget, token_logprobs
+from crsp_ops.crsp.algorithms import get_algorithm
+from crsp_ops.crsp.policy_update import (
+    UpdateOptions,
+    micro_batches,
+    policy_update,
+    token_budget,
+    token_logprobs,
+)
+from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
 
 def _model() -> LlamaForCausalLM:
@@ -43,3 +55,33 @@ def test_token_budget_scales_with_depth_and_width():
     assert token_budget(model, activation_budget=6400) == 100
     # by default smaller on a CPU (cache-sized micro-batches) than on an accelerator
     assert token_budget(model, device_type="cpu") * 16 == token_budget(model, device_type="cuda")
+
+
+def _solve_batch(rewards) -> TrainingBatch:
+    rng = np.random.default_rng(0)
+    rows = [Rollout(env_name="math", env_example_id=str(i), prompt_tokens=rng.integers(3, 90, 5),
+                    response_tokens=rng.integers(3, 90, 6), response_logprobs=np.full(6, -3.0),
+                    token_rewards=np.zeros(6), episode_reward=reward, logprob_semantics="raw")
+            for i, reward in enumerate(rewards)]
+    return TrainingBatch.from_rollouts(rows, pad_token_id=0)
+
+
+@pytest.mark.parametrize(("rewards", "moves"), [((1.0, 1.0, 1.0), False),
+                                                ((1.0, -0.5, 1.0), True)])
+def test_a_step_without_advantage_signal_takes_no_optimizer_step(rewards, moves):
+    # On-policy TR-RPG with beta > 0: equal rewards leave only the KL part's -beta per token,
+    # which Adam would scale to a full learning-rate step on every weight.
+    model = _model().train()
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.05},
+                            log_ratio_clamp=20.0, ratio_clip=None, advantage_eps=1e-6,
+                            micro_batch_size=4, update_epochs=1, max_grad_norm=1.0,
+                            on_policy=True)
+    metrics = policy_update(model, optimizer, Accelerator(cpu=True), _solve_batch(rewards),
+                            ["solve"] * 3, ["math"] * 3, options, temperature=1.0)
+    changed = any(not torch.equal(p.detach(), b)
+                  for p, b in zip(model.parameters(), before, strict=True))
+    assert changed is moves
+    assert metrics.get("update_skipped", 0.0) == (0.0 if moves else 1.0)
+    assert ("loss" in metrics) is moves
