@@ -111,3 +111,15 @@ def test_an_unreadable_store_still_serves_the_page(flask_app, monkeypatch, tmp_p
 def test_a_script_end_tag_in_the_data_cannot_close_the_script():
     page = ui_app.inject("<head></head>", {"x": "</script><b>"})
     assert page.count("</script>") == 1
+
+
+def test_every_seeded_key_is_one_the_installed_ui_reads(flask_app):
+    # The UI stores a hook's value under "<key>_v<version>": each fixed key must name a hook in
+    # the installed bundle, or an MLflow upgrade has renamed it and the seed does nothing.
+    bundle = "".join(path.read_text(encoding="utf-8", errors="replace")
+                     for path in Path(flask_app.static_folder, "static", "js").glob("*.js"))
+    fixed = [key for key in ui_app.ui_preferences([]) if not key.startswith("MLflowLocalStorage")]
+    assert "_mlflow_model_registry_promo_modal_dismissed_v1" in fixed
+    for key in fixed:
+        name, version = re.fullmatch(r"(.+)_v(\d+)", key).groups()
+        assert re.search(rf'key:"{re.escape(name)}",version:{version}\b', bundle), key

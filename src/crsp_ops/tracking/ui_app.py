@@ -10,14 +10,17 @@ found) and serves what it returns. Tiny CPU check, no browser::
 Why: MLflow 3.17's UI picks its view from the sidebar switch "GenAI | Model training",
 remembered per browser in ``localStorage`` and starting as GenAI, so a click from the
 experiments list into an experiment opens the GenAI overview; the runs table shows no metric
-column until one is chosen under Columns; and on a local server the Assistant panel opens by
-itself on the first load. The app serves MLflow's own ``index.html`` with one small script
-that writes those browser preferences the way the UI itself stores them, **only where the
-browser holds none** (a user's own choice is never overwritten):
+column until one is chosen under Columns; on a local server the Assistant panel opens by
+itself on the first load; and a promotional pop-up covers the registered-models list. The app
+serves MLflow's own ``index.html`` with one small script that writes those browser
+preferences the way the UI itself stores them, **only where the browser holds none** (a user's
+own choice is never overwritten):
 
 - ``mlflow.workflowType_v1`` = ``"machine_learning"``: the sidebar switch on Model training;
 - ``mlflow.assistant.fab.autoOpenedOnFirstLoad_v1`` = ``true``: the Assistant stays closed
   (its button still opens it);
+- ``_mlflow_model_registry_promo_modal_dismissed_v1`` = ``true``: the "new Model Registry UI"
+  pop-up does not cover the registered-models page on the first visit;
 - for each experiment the store holds when the page is served, the runs table's column choice
   (``MLflowLocalStorage-1.1-ExperimentPage-["<id>"]-ReactComponentState``): MLflow's default
   columns (less the always empty ``Dataset``) plus ``KEY_METRICS`` (a name an experiment
@@ -89,6 +92,7 @@ def ui_preferences(
     prefs = {
         "mlflow.workflowType_v1": json.dumps("machine_learning"),
         "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": json.dumps(True),
+        "_mlflow_model_registry_promo_modal_dismissed_v1": json.dumps(True),
     }
     prefs.update({experiment_page_key(str(eid)): table for eid in experiment_ids})
     return prefs
