@@ -92,7 +92,7 @@ def test_compare_table_lines_up_with_exact_tokens_and_wall_time(project, evolve_
             (info.end_time - info.start_time) / 1000.0, abs=0.051)
         assert float(cell(kind, "heldout_best")) > 0
     # two iterations, one reflector call each, 120 tokens a call
-    assert cell("reflector", "tokens") == "240" and cell("offline", "tokens") == "0"
+    assert cell("reflector", "reflector_tokens") == "240" and cell("offline", "reflector_tokens") == "0"
     saved = json.loads((project / "outputs/compare/comparison.json").read_text())
     assert {row["run_id"] for row in saved} == set(run_ids.values())
     assert (project / "outputs/compare/comparison.png").stat().st_size > 10_000

@@ -51,7 +51,7 @@ class RunRow:
 
 
 HEADERS = ("name", "proposer", "status", "iters", "best_mb", "heldout_init", "heldout_best",
-           "heldout_best_95ci", "tokens", "wall_s", "run")
+           "heldout_best_95ci", "reflector_tokens", "wall_s", "run")
 
 
 def wall_time_s(info: Any) -> float:
