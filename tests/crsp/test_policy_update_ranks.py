@@ -38,7 +38,9 @@ def test_rank_without_rollouts_joins_the_update(tmp_path, tiny_model_dir):
     assert [r["world"] for r in two] == [2, 2] and one[0]["world"] == 1
     assert two[0]["after"] == two[1]["after"]  # identical replicas after the update
     assert two[0]["after"] != two[0]["before"]  # the update moved the parameters
-    assert set(two[1]["metrics"]) == {"grad_norm"}  # the idle rank only stepped
+    assert set(two[1]["metrics"]) == {"grad_norm", "update_skipped"}  # the idle rank stepped
+    # rank 0's advantages count for both: neither skips the step
+    assert two[0]["metrics"]["update_skipped"] == two[1]["metrics"]["update_skipped"] == 0.0
     assert two[0]["metrics"]["grad_norm"] == pytest.approx(two[1]["metrics"]["grad_norm"])
     # the same step as one process on the same rollouts
     assert two[0]["metrics"]["grad_norm"] == pytest.approx(one[0]["metrics"]["grad_norm"],

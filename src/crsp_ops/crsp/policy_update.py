@@ -16,9 +16,10 @@ Micro-batches accumulate gradients; each micro loss is weighted by its share of 
 response tokens, so the result equals one token-mean over the whole step.
 
 A step whose advantages are all 0 on every rank (every group's rewards equal) takes no
-optimizer step. Its only gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which
-has zero mean under the sampling policy but is not zero on a finite sample, and Adam scales any
-nonzero gradient to a full-size step: on SmolLM2-135M one such step (2 correct rollouts, lr
+optimizer step; its loss and metrics are still computed and logged (``update_skipped`` = 1).
+Its only gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which has zero mean
+under the sampling policy but is not zero on a finite sample, and Adam scales any nonzero
+gradient to a full-size step: on SmolLM2-135M one such step (2 correct rollouts, lr
 5e-5) moved every weight by the full learning rate and cut the well-formed share of 8 held-out
 answers from 0.88 to 0.25.
 
@@ -211,9 +212,9 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         temperature: from ``policy_temperature``.
 
     Returns:
-        ``{}`` when no rank had a rollout (no step taken); ``update_skipped = 1`` when every
-        advantage of every rank is 0 (no step taken, see the module docstring). Otherwise
-        metrics of the last epoch:
+        ``{}`` when no rank had a rollout (no step taken). Otherwise metrics of the last epoch
+        (computed even when ``update_skipped`` is 1: every advantage of every rank was 0 and no
+        optimizer step was taken, see the module docstring):
         ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``, ``clip_fraction``,
         ``log_ratio_clamped_fraction``, ``advantage_abs_mean`` (ranks with rollouts only) and
         ``grad_norm``.
@@ -228,8 +229,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         advantages = compute_advantages(options.algorithm, batch.episode_rewards,
                                         list(task_types), list(roles),
                                         eps=options.advantage_eps)  # (B,)
-    if advantage_signal_over_ranks(accelerator, advantages) == 0:
-        return {"advantage_abs_mean": 0.0, "update_skipped": 1.0}
+    skip = advantage_signal_over_ranks(accelerator, advantages) == 0
     role_list = list(roles)
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [] if batch is None else micro_batches(
@@ -250,8 +250,11 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
             norm = torch.linalg.vector_norm(torch.stack(
                 [p.grad.detach().norm() for p in params if p.grad is not None]))
         metrics["grad_norm"] = float(norm)
+        if skip:  # every rank agrees: the weights, hence later epochs, would not change
+            break
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    metrics["update_skipped"] = float(skip)
     if advantages is not None:
         metrics["advantage_abs_mean"] = float(advantages.abs().mean())
     return metrics
