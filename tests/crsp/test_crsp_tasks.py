@@ -134,7 +134,10 @@ def test_parse_proposal():
     draft_f = parse_proposal(PROPOSAL_F, TaskType.CODE_F, min_inputs_code_f=3)
     assert draft_f.inputs == ("4", "5", "6") and draft_f.message == "remainder by three"
     assert parse_proposal(PROPOSAL_F, TaskType.CODE_F, min_inputs_code_f=4) is None
-    assert parse_proposal(PROPOSAL_O, TaskType.CODE_F, min_inputs_code_f=2) is None  # no message
+    assert parse_proposal(PROPOSAL_O, TaskType.CODE_F, min_inputs_code_f=2) is None  # one input
+    unhinted = PROPOSAL_F.replace("```message\nremainder by three\n```", "")
+    draft_unhinted = parse_proposal(unhinted, TaskType.CODE_F, min_inputs_code_f=2)
+    assert draft_unhinted.inputs == ("4", "5", "6") and draft_unhinted.message == ""
     assert parse_proposal("```python\ndef f(x):\n    return x\n```", TaskType.CODE_O,
                           min_inputs_code_f=2) is None  # no tags
 

@@ -27,7 +27,11 @@ from crsp_ops.crsp.tasks import (
     task_statement,
     validate_proposals,
 )
-from crsp_ops.crsp.tasks.prompts import PROPOSE_PREFILL
+from crsp_ops.crsp.tasks.prompts import (
+    PROPOSE_PREFILL,
+    PROPOSE_SCAFFOLD_THINK,
+    propose_prefill,
+)
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import Completion
 
@@ -123,3 +127,37 @@ def test_critique_sees_the_task_without_the_solvers_response_format():
     assert task_statement(task) == "What is 2 + 2?"
     assert solve_prompt(task).startswith(task_statement(task)) and "<answer>" in solve_prompt(task)
     assert "<answer> and </answer>" not in critique_messages(task_statement(task), "s")[3]["content"]
+
+
+# What a model writes after the scaffold's prefill: the program's body on, then an input block.
+SCAFFOLDED = "def f(xs):\n    return sorted(xs)\n```\n```input\n[3, 1, 2]\n```\n```input\n[0]\n```"
+
+
+@pytest.mark.parametrize("task_type", CODE_TASK_TYPES)
+def test_scaffolded_proposer_turn_opens_the_program_block(executor, task_type):
+    messages = propose_messages(task_type, [DOUBLE], scaffold=True)
+    prefill = messages[-1]["content"]
+    assert prefill == propose_prefill(task_type, scaffold=True) != PROPOSE_PREFILL
+    assert prefill.startswith(f"<think>{PROPOSE_SCAFFOLD_THINK}</think><answer>")
+    assert prefill.endswith("```python\n")
+    example = messages[2]["content"]  # the worked proposal shows the same scaffold
+    assert example.startswith(prefill)
+    assert validate_proposals([example], [task_type], executor, min_inputs_code_f=2)[0].valid
+
+
+def test_scaffolded_episode_validates_the_blocks_the_model_wrote(executor):
+    backend = ReplyBackend({"propose": SCAFFOLDED})
+    buffers = TaskBuffers({TaskType.CODE_O: [DOUBLE], TaskType.CODE_F: []}, capacity=4)
+    options = _options(problem_types=(TaskType.CODE_O, TaskType.CODE_F), propose_scaffold=True)
+    _, _, checks, types = propose(backend, executor, buffers, options, 0, random.Random(0), 0)
+    assert types == [TaskType.CODE_O, TaskType.CODE_F]
+    assert [c.valid for c in checks] == [True, True]
+    assert checks[0].task.inputs == ("[3, 1, 2]",) and checks[0].task.outputs == ("[1, 2, 3]",)
+    assert checks[1].task.inputs == ("[3, 1, 2]", "[0]") and checks[1].task.message == ""
+    assert "Message:" not in task_statement(checks[1].task)  # no hint, no empty hint line
+    assert all(m[-1]["content"].endswith("```python\n") for m in backend.seen)
+    # unscaffolded, the same text has no <think> block before its blocks: malformed
+    plain, _, plain_checks, _ = propose(backend, executor, buffers,
+                                        _options(problem_types=(TaskType.CODE_O,)), 0,
+                                        random.Random(0), 0)
+    assert plain[0][-1]["content"] == PROPOSE_PREFILL and not plain_checks[0].well_formed

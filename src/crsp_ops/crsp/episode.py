@@ -73,6 +73,7 @@ class EpisodeOptions:
     length_penalty_threshold: int
     creativity_enabled: bool
     creativity_dimensions: tuple[str, ...]
+    propose_scaffold: bool = False  # proposer turn prefilled up to its first block
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def propose(backend: GenerationBackend, executor: SandboxExecutor, buffers: Task
     """Generate and sandbox-validate proposals; return (messages, completions, checks)."""
     types = proposal_types(options, step)
     conversations = [propose_messages(t, [r for r in buffers.sample(t, options.references, rng)
-                                          if isinstance(r, CodeTask)]) for t in types]
+                                          if isinstance(r, CodeTask)],
+                                      scaffold=options.propose_scaffold) for t in types]
     if not conversations:
         return [], [], [], types
     completions = backend.generate(conversations, _sampling(options, "propose", seed))

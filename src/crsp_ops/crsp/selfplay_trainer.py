@@ -115,7 +115,8 @@ def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
         length_max_length=reward.length_max_length,
         length_penalty_threshold=reward.length_penalty_threshold,
         creativity_enabled=reward.creativity_enabled,
-        creativity_dimensions=reward.creativity_dimensions)
+        creativity_dimensions=reward.creativity_dimensions,
+        propose_scaffold=train.propose_scaffold)
 
 
 def update_options(settings: SelfPlaySettings) -> UpdateOptions:

@@ -13,6 +13,12 @@ user turn alone and about half with this conversation (``benchmarks/crsp_solve_f
 The proposer's conversation has the same shape (format in the system message, one worked
 proposal of the requested type, the request, ``<think>`` prefill); :func:`propose_response`
 puts its prefill back (``benchmarks/crsp_role_format.py`` measures every role).
+
+With ``scaffold`` (``train.propose_scaffold``) the proposer's turn is prefilled further: a fixed
+thinking sentence, ``</think><answer>`` and the opening fence of the first block, so the model
+writes only the blocks. The proposer's thinking earns no reward, and a small model spends its
+budget there: SmolLM2-135M-Instruct wrote 4 of 24 well-formed step-0 proposals with the
+``<think>`` prefill and most of them with the scaffold (``configs/smollm2``).
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ PROPOSE_SYSTEM = ("Propose one programming task: a deterministic Python function
                   "runs in well under a second. Reply in exactly this format: <think>one short "
                   "sentence</think><answer>the fenced blocks asked for</answer>")
 PROPOSE_PREFILL = "<think>"  # the proposer's turn starts inside the thinking block
+# train.propose_scaffold: the fixed thinking of a scaffolded proposal (it earns no reward).
+PROPOSE_SCAFFOLD_THINK = "A new, short, deterministic task in the format."
 # One worked proposal per type: tiny, generic, and in the exact format parse_proposal reads.
 _EXAMPLE_PROGRAM = "def f(xs):\n    return [x * 2 for x in xs if x > 0]"
 _EXAMPLE_INPUTS = ("[3, -1, 2]", "[-5, 0]", "[1]", "[]")
@@ -90,7 +98,8 @@ def task_statement(task: Task) -> str:
     else:
         shown = zip(task.inputs[: task.num_shown], task.outputs[: task.num_shown], strict=True)
         parts += [f"f({arguments}) == {output}" for arguments, output in shown]
-        parts.append(f"Message: {task.message}")
+        if task.message:  # a code_f proposal's hint is optional
+            parts.append(f"Message: {task.message}")
     return "\n\n".join(parts)
 
 
@@ -134,10 +143,15 @@ def _propose_request(task_type: TaskType) -> str:
             f"\n\n{_propose_format(task_type)}")
 
 
-def propose_example(task_type: TaskType) -> str:
+def propose_example(task_type: TaskType, *, scaffold: bool = False) -> str:
     r"""The worked proposal of ``task_type``: the whole assistant turn, in the format.
 
+    With ``scaffold`` it starts with the scaffold's prefill (:func:`propose_prefill`).
+
     >>> propose_example(TaskType.CODE_O).startswith("<think>")
+    True
+    >>> propose_example(TaskType.CODE_F, scaffold=True).startswith(
+    ...     propose_prefill(TaskType.CODE_F, scaffold=True))
     True
     """
     count = len(_EXAMPLE_INPUTS) if task_type is TaskType.CODE_F else 1
@@ -145,8 +159,22 @@ def propose_example(task_type: TaskType) -> str:
               *(_fence(i, "input") for i in _EXAMPLE_INPUTS[:count])]
     if task_type is TaskType.CODE_F:
         blocks.append(_fence("Doubles the positive numbers and drops the rest.", "message"))
+    think = PROPOSE_SCAFFOLD_THINK if scaffold else "Double the positive numbers of a list."
     joined = "\n".join(blocks)
-    return f"<think>Double the positive numbers of a list.</think><answer>{joined}</answer>"
+    return f"<think>{think}</think><answer>\n{joined}\n</answer>"
+
+
+def propose_prefill(task_type: TaskType, *, scaffold: bool = False) -> str:
+    r"""The opened proposer turn: ``<think>``, or with ``scaffold`` up to the first block.
+
+    >>> propose_prefill(TaskType.CODE_O)
+    '<think>'
+    >>> propose_prefill(TaskType.CODE_F, scaffold=True).endswith("<answer>\n```python\n")
+    True
+    """
+    if not scaffold:
+        return PROPOSE_PREFILL
+    return f"<think>{PROPOSE_SCAFFOLD_THINK}</think><answer>\n```python\n"
 
 
 def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
@@ -170,8 +198,11 @@ def propose_prompt(task_type: TaskType, references: Sequence[CodeTask]) -> str:
     return "\n\n".join(parts)
 
 
-def propose_messages(task_type: TaskType, references: Sequence[CodeTask]) -> list[Message]:
-    """Chat messages for the proposer: format, one worked proposal, request, ``<think>`` prefill.
+def propose_messages(task_type: TaskType, references: Sequence[CodeTask], *,
+                     scaffold: bool = False) -> list[Message]:
+    """Chat messages for the proposer: format, one worked proposal, request, opened turn.
+
+    The turn is opened with :func:`propose_prefill` (``<think>``, or the scaffold).
 
     >>> [m["role"] for m in propose_messages(TaskType.CODE_I, [])]
     ['system', 'user', 'assistant', 'user', 'assistant']
@@ -179,9 +210,9 @@ def propose_messages(task_type: TaskType, references: Sequence[CodeTask]) -> lis
     return [
         {"role": "system", "content": PROPOSE_SYSTEM},
         {"role": "user", "content": _propose_request(task_type)},
-        {"role": "assistant", "content": propose_example(task_type)},
+        {"role": "assistant", "content": propose_example(task_type, scaffold=scaffold)},
         {"role": "user", "content": propose_prompt(task_type, references)},
-        {"role": "assistant", "content": PROPOSE_PREFILL},
+        {"role": "assistant", "content": propose_prefill(task_type, scaffold=scaffold)},
     ]
 
 

@@ -66,6 +66,8 @@ def parse_proposal(response: str, task_type: TaskType, *, min_inputs_code_f: int
                    ) -> ProposalDraft | None:
     """Parse ``<answer>`` blocks (```python, ```input, ```message) into a draft.
 
+    code_f needs at least two distinct inputs; its message (a hint for the solver) is optional.
+
     Args:
         response: the proposer's whole turn (with its ``<think>`` prefill put back:
             ``prompts.propose_response``).
@@ -85,7 +87,7 @@ def parse_proposal(response: str, task_type: TaskType, *, min_inputs_code_f: int
     if len(programs) != 1 or not inputs:
         return None
     if task_type is TaskType.CODE_F:
-        if len(inputs) < max(2, min_inputs_code_f) or not messages:
+        if len(inputs) < max(2, min_inputs_code_f):
             return None
     else:
         inputs = inputs[:1]
