@@ -324,7 +324,7 @@ def main() -> None:
     base_config = LoopConfig(
         iterations=args.iterations or evolve.iterations, minibatch_size=evolve.minibatch_size,
         seed=0, stop_on_failure=False, paired_best=evolve.paired_best,
-        max_lost_correct=evolve.max_lost_correct)
+        max_lost_correct=evolve.max_lost_correct, acceptance=evolve.acceptance)
     budget = args.max_rollouts or base_config.answer_budget()
     runs = len(arms) * len(args.seeds)
     print(f"# {len(heldout)} held-out questions (sha256 {rows_sha256(heldout)[:12]}), {runs} "

@@ -11,10 +11,11 @@ import pytest
 from evolve_testkit import FakeRecord, fake_evaluate, fake_evaluate_truncating
 
 from crsp_ops.config import load_settings
-from crsp_ops.evolve.acceptance import adopt_candidate, lost_correct
-from crsp_ops.evolve.iteration import Evidence
+from crsp_ops.evolve.acceptance import adopt_candidate, lost_correct, shorter_and_as_correct
+from crsp_ops.evolve.iteration import Evidence, Proposal
 from crsp_ops.evolve.loop import LoopConfig, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer, usage_direction
+from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.proposer_factory import build_proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.evolve.token_usage import ClusterCounter
@@ -60,13 +61,14 @@ def guarded_evaluate(examples, deltas):
 
 
 def run(tmp_path, proposer, *, iterations=6, evaluate=fake_evaluate, max_lost=-1, mb=4,
-        pool=20):
+        pool=20, acceptance="composite"):
     return run_evolution(
         pool=list(range(pool)), evaluate=evaluate, proposer=proposer,
         store=EvolutionStore(tmp_path, np.arange(K), K), initial_deltas=INITIAL,
         cluster_descriptions=DESCRIPTIONS,
         config=LoopConfig(iterations=iterations, minibatch_size=mb, seed=1,
-                          stop_on_failure=False, paired_best=True, max_lost_correct=max_lost))
+                          stop_on_failure=False, paired_best=True, max_lost_correct=max_lost,
+                          acceptance=acceptance))
 
 
 def offline(step=1.0, contrast="share"):
@@ -134,3 +136,60 @@ def test_offline_and_optuna_spend_the_same_answers_under_the_default_settings(tm
         spent[kind] = outcome.answers_generated
         assert outcome.history[-1].loop_metrics["rollouts_cumulative"] == spent[kind]
     assert spent["offline"] == spent["optuna"] == config.answer_budget()
+
+
+def lucky_evaluate(examples, deltas):
+    """fake_evaluate, except that raising cluster 2 (longer answers) also turns example 0
+    right on the minibatch it is in (1 answer of 4: worth more composite than the length)."""
+    result = fake_evaluate(examples, deltas)
+    rows = [FakeRecord(**{**r.__dict__, "is_correct": r.example_id != "0" or deltas["2"] > 0})
+            for r in result.records]
+    accuracy = float(np.mean([r.is_correct for r in rows]))
+    scores = result.scores
+    composite = 0.4 * scores.shortness_score + 0.6 * accuracy
+    return type(result)(tuple(rows), type(scores)(scores.mean_token_length, accuracy,
+                                                  scores.shortness_score, composite))
+
+
+class Scripted(Proposer):
+    """Proposes the given deltas in turn (the last one again when they run out)."""
+
+    name = "scripted"
+
+    def __init__(self, *deltas):
+        self.deltas = list(deltas)
+
+    def propose(self, evidence):
+        return Proposal(deltas=dict(self.deltas[min(evidence.iteration, len(self.deltas) - 1)]))
+
+
+LONGER = {**INITIAL, "2": 1.0}
+SHORTER = {**INITIAL, "2": -1.0}
+
+
+def test_shorter_rule_adopts_only_shorter_answers_that_keep_every_correct_one(tmp_path):
+    """Every minibatch holds example 0 (pool of 4), so LONGER wins on the composite there."""
+    composite = run(tmp_path / "composite", Scripted(LONGER, SHORTER), iterations=3, pool=4,
+                    evaluate=lucky_evaluate)
+    shorter = run(tmp_path / "shorter", Scripted(LONGER, SHORTER), iterations=3, pool=4,
+                  evaluate=lucky_evaluate, acceptance="shorter")
+    assert [row.improved for row in composite.history] == [True, True, False]
+    assert composite.best_deltas == LONGER  # longer, one lucky answer: kept over SHORTER
+    assert [row.improved for row in shorter.history] == [True, False, True]
+    assert shorter.best_deltas == SHORTER
+    # guarded_evaluate: cluster 2 below -0.5 turns example 0 wrong, so SHORTER loses it
+    lossy = run(tmp_path / "lossy", Scripted(SHORTER), iterations=2, pool=4,
+                evaluate=guarded_evaluate, acceptance="shorter")
+    safe = run(tmp_path / "safe", Scripted({**INITIAL, "2": -0.4}), iterations=2, pool=4,
+               evaluate=guarded_evaluate, acceptance="shorter")
+    assert lossy.best_deltas == INITIAL and safe.best_deltas["2"] == -0.4
+    with pytest.raises(ValueError, match="acceptance"):
+        LoopConfig(iterations=1, minibatch_size=1, seed=0, stop_on_failure=False,
+                   paired_best=True, acceptance="fastest")
+
+
+def test_shorter_and_as_correct_needs_the_same_questions():
+    rows = [FakeRecord(str(i), "q", "1", "a", 10, True, "", ()) for i in range(3)]
+    assert not shorter_and_as_correct(rows, rows)  # as long: no improvement
+    with pytest.raises(ValueError, match="same minibatch"):
+        shorter_and_as_correct(rows, rows[:2])

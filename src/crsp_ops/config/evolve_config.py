@@ -71,6 +71,7 @@ class EvolveSettings:
     heldout_size: int
     paired_best: bool
     max_lost_correct: int
+    acceptance: str  # "composite" | "shorter"
     frontier: bool
     offline_step: float = bounded(0.0, 100.0, open_low=True)
     offline_length_contrast: str  # "share" | "excess"

@@ -6,6 +6,11 @@ less often than luck does). With paired judging both deltas answered the same qu
 loop can count, question by question, the incumbent's correct answers the candidate lost
 (``lost_correct``) and refuse a candidate that lost more than ``max_lost_correct`` of them
 (``evolve.max_lost_correct``; -1 turns the guard off).
+
+``evolve.acceptance`` picks the test itself: ``composite`` (a higher composite) or ``shorter``
+(fewer mean tokens and at least as many correct answers, ``shorter_and_as_correct``): the goal
+"shorter without costing correctness" judged directly, so a candidate cannot win on one answer
+turned right by luck while it writes as much as before.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 GUARD_OFF = -1  # evolve.max_lost_correct value that disables the guard
+ACCEPTANCE_RULES = ("composite", "shorter")  # evolve.acceptance
 
 
 def lost_correct(candidate: Sequence[Any], incumbent: Sequence[Any]) -> int:
@@ -56,3 +62,31 @@ def adopt_candidate(
     if not candidate_composite > best_composite:
         return False
     return lost is None or max_lost_correct == GUARD_OFF or lost <= max_lost_correct
+
+
+def shorter_and_as_correct(candidate: Sequence[Any], incumbent: Sequence[Any]) -> bool:
+    """Paired: the candidate's answers are shorter on average and no fewer are correct.
+
+    Args:
+        candidate: graded records (``example_id``, ``response_tokens``, ``is_correct``).
+        incumbent: the incumbent's records on the same questions.
+
+    >>> from types import SimpleNamespace as R
+    >>> old = [R(example_id="a", response_tokens=40, is_correct=True),
+    ...        R(example_id="b", response_tokens=60, is_correct=False)]
+    >>> shorter = [R(example_id="a", response_tokens=30, is_correct=False),
+    ...            R(example_id="b", response_tokens=50, is_correct=True)]
+    >>> shorter_and_as_correct(shorter, old), shorter_and_as_correct(old, old)
+    (True, False)
+    >>> shorter_and_as_correct(shorter[:1] + old[1:], old)  # shorter, one answer fewer correct
+    False
+    """
+    lost_correct(candidate, incumbent)  # raises unless both answered the same questions
+    (new_tokens, new_correct), (old_tokens, old_correct) = _totals(candidate), _totals(incumbent)
+    return new_tokens < old_tokens and new_correct >= old_correct
+
+
+def _totals(records: Sequence[Any]) -> tuple[int, int]:
+    """Total response tokens and correct answers (same questions: totals compare as means)."""
+    return (sum(int(r.response_tokens) for r in records),
+            sum(bool(r.is_correct) for r in records))

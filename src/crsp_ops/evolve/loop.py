@@ -34,7 +34,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crsp_ops.evolve.acceptance import GUARD_OFF, adopt_candidate, lost_correct
+from crsp_ops.evolve.acceptance import (
+    ACCEPTANCE_RULES,
+    GUARD_OFF,
+    adopt_candidate,
+    lost_correct,
+    shorter_and_as_correct,
+)
 from crsp_ops.evolve.frontier_search import FrontierSearch
 from crsp_ops.evolve.inputs import sample_minibatch
 from crsp_ops.evolve.iteration import (
@@ -74,6 +80,13 @@ class LoopConfig:
     max_rollouts: int = 0  # stop once this many answers were generated (0: no limit)
     # paired: refuse a candidate that lost more of the best's correct answers (-1: no guard)
     max_lost_correct: int = GUARD_OFF
+    # paired: "composite" (a higher composite) or "shorter" (shorter and as correct)
+    acceptance: str = "composite"
+
+    def __post_init__(self) -> None:
+        if self.acceptance not in ACCEPTANCE_RULES:
+            raise ValueError(f"acceptance must be one of {ACCEPTANCE_RULES}, "
+                             f"got {self.acceptance!r}")
 
     def answer_budget(self) -> int:
         """Answers ``iterations`` generate when every candidate differs from the best.
@@ -290,10 +303,14 @@ def _run_iteration(
     generation_s = time.perf_counter() - started
     lost = None if incumbent_run is None else lost_correct(result.records,
                                                             incumbent_run[1].records)
-    improved = adopt_candidate(
-        scores["composite_score"],
-        state.best_composite if incumbent is None else incumbent["composite_score"],
-        lost=lost, max_lost_correct=config.max_lost_correct)
+    if config.acceptance == "shorter" and incumbent_run is not None:
+        improved = shorter_and_as_correct(result.records, incumbent_run[1].records) and (
+            config.max_lost_correct == GUARD_OFF or lost <= config.max_lost_correct)
+    else:
+        improved = adopt_candidate(
+            scores["composite_score"],
+            state.best_composite if incumbent is None else incumbent["composite_score"],
+            lost=lost, max_lost_correct=config.max_lost_correct)
     if improved:
         state.best, state.best_composite, state.best_iteration = (
             dict(state.current), scores["composite_score"], iteration)

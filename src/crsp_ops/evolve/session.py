@@ -198,6 +198,7 @@ def run_job(
                     stop_on_failure=settings.evolve.on_proposal_failure == "stop",
                     paired_best=settings.evolve.paired_best,
                     max_lost_correct=settings.evolve.max_lost_correct,
+                    acceptance=settings.evolve.acceptance,
                     # Optuna's sampler is its own search: it must be told every trial it asked
                     frontier=settings.evolve.frontier and proposer_kind != "optuna",
                 ),
