@@ -137,7 +137,7 @@ SCAFFOLDED = "def f(xs):\n    return sorted(xs)\n```\n```input\n[3, 1, 2]\n```\n
 def test_scaffolded_proposer_turn_opens_the_program_block(executor, task_type):
     messages = propose_messages(task_type, [DOUBLE], scaffold=True)
     prefill = messages[-1]["content"]
-    assert prefill == propose_prefill(task_type, scaffold=True) != PROPOSE_PREFILL
+    assert prefill == propose_prefill(True) != PROPOSE_PREFILL
     assert prefill.startswith(f"<think>{PROPOSE_SCAFFOLD_THINK}</think><answer>")
     assert prefill.endswith("```python\n")
     example = messages[2]["content"]  # the worked proposal shows the same scaffold

@@ -15,10 +15,10 @@ proposal of the requested type, the request, ``<think>`` prefill); :func:`propos
 puts its prefill back (``benchmarks/crsp_role_format.py`` measures every role).
 
 With ``scaffold`` (``train.propose_scaffold``) the proposer's turn is prefilled further: a fixed
-thinking sentence, ``</think><answer>`` and the opening fence of the first block, so the model
-writes only the blocks. The proposer's thinking earns no reward, and a small model spends its
-budget there: SmolLM2-135M-Instruct wrote 4 of 24 well-formed step-0 proposals with the
-``<think>`` prefill and most of them with the scaffold (``configs/smollm2``).
+thinking sentence, ``</think><answer>`` and the opened program block, so the model writes only
+the blocks. The proposer's thinking earns no reward, and a small model spends its budget there:
+SmolLM2-135M-Instruct wrote 5 of 24 well-formed step-0 proposals with the ``<think>`` prefill
+and 13 of 24 with the scaffold (``configs/smollm2``).
 """
 
 from __future__ import annotations
@@ -150,8 +150,7 @@ def propose_example(task_type: TaskType, *, scaffold: bool = False) -> str:
 
     >>> propose_example(TaskType.CODE_O).startswith("<think>")
     True
-    >>> propose_example(TaskType.CODE_F, scaffold=True).startswith(
-    ...     propose_prefill(TaskType.CODE_F, scaffold=True))
+    >>> propose_example(TaskType.CODE_F, scaffold=True).startswith(propose_prefill(True))
     True
     """
     count = len(_EXAMPLE_INPUTS) if task_type is TaskType.CODE_F else 1
@@ -164,12 +163,12 @@ def propose_example(task_type: TaskType, *, scaffold: bool = False) -> str:
     return f"<think>{think}</think><answer>\n{joined}\n</answer>"
 
 
-def propose_prefill(task_type: TaskType, *, scaffold: bool = False) -> str:
-    r"""The opened proposer turn: ``<think>``, or with ``scaffold`` up to the first block.
+def propose_prefill(scaffold: bool) -> str:
+    r"""The opened proposer turn: ``<think>``, or with ``scaffold`` up to the program block.
 
-    >>> propose_prefill(TaskType.CODE_O)
+    >>> propose_prefill(False)
     '<think>'
-    >>> propose_prefill(TaskType.CODE_F, scaffold=True).endswith("<answer>\n```python\n")
+    >>> propose_prefill(True).endswith("<answer>\n```python\n")
     True
     """
     if not scaffold:
@@ -212,7 +211,7 @@ def propose_messages(task_type: TaskType, references: Sequence[CodeTask], *,
         {"role": "user", "content": _propose_request(task_type)},
         {"role": "assistant", "content": propose_example(task_type, scaffold=scaffold)},
         {"role": "user", "content": propose_prompt(task_type, references)},
-        {"role": "assistant", "content": propose_prefill(task_type, scaffold=scaffold)},
+        {"role": "assistant", "content": propose_prefill(scaffold)},
     ]
 
 
