@@ -47,17 +47,20 @@ def test_adopt_needs_a_higher_composite_and_respects_the_guard():
     assert adopt_candidate(0.31, 0.3, lost=None, max_lost_correct=0)  # unpaired: no records
 
 
-def guarded_evaluate(examples, deltas):
-    """Cluster 2 down shortens every answer; below -0.5 it also turns example 0 wrong."""
-    result = fake_evaluate(examples, deltas)
-    rows = [FakeRecord(**{**r.__dict__, "is_correct": not (r.example_id == "0"
-                                                          and deltas["2"] < -0.5)})
+def with_example_0(result, correct):
+    """``result`` with example 0 graded ``correct`` (the others right), rescored."""
+    rows = [FakeRecord(**{**r.__dict__, "is_correct": r.example_id != "0" or correct})
             for r in result.records]
     accuracy = float(np.mean([r.is_correct for r in rows]))
     scores = result.scores
     composite = 0.4 * scores.shortness_score + 0.6 * accuracy
     return type(result)(tuple(rows), type(scores)(scores.mean_token_length, accuracy,
                                                   scores.shortness_score, composite))
+
+
+def guarded_evaluate(examples, deltas):
+    """Cluster 2 down shortens every answer; below -0.5 it also turns example 0 wrong."""
+    return with_example_0(fake_evaluate(examples, deltas), deltas["2"] >= -0.5)
 
 
 def run(tmp_path, proposer, *, iterations=6, evaluate=fake_evaluate, max_lost=-1, mb=4,
@@ -141,14 +144,7 @@ def test_offline_and_optuna_spend_the_same_answers_under_the_default_settings(tm
 def lucky_evaluate(examples, deltas):
     """fake_evaluate, except that raising cluster 2 (longer answers) also turns example 0
     right on the minibatch it is in (1 answer of 4: worth more composite than the length)."""
-    result = fake_evaluate(examples, deltas)
-    rows = [FakeRecord(**{**r.__dict__, "is_correct": r.example_id != "0" or deltas["2"] > 0})
-            for r in result.records]
-    accuracy = float(np.mean([r.is_correct for r in rows]))
-    scores = result.scores
-    composite = 0.4 * scores.shortness_score + 0.6 * accuracy
-    return type(result)(tuple(rows), type(scores)(scores.mean_token_length, accuracy,
-                                                  scores.shortness_score, composite))
+    return with_example_0(fake_evaluate(examples, deltas), deltas["2"] > 0)
 
 
 class Scripted(Proposer):

@@ -116,7 +116,7 @@ class TrainSettings:
     max_new_tokens_propose: int
     max_new_tokens_solve: int
     max_new_tokens_critique: int
-    propose_scaffold: bool  # prefill the proposer's turn up to its first block
+    propose_scaffold: bool  # prefill the proposer's turn up to its program block
     temperature: float = bounded(0.0, 10.0, open_low=True)
     checkpoint_interval: int
     keep_checkpoints: int

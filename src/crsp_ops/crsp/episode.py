@@ -73,7 +73,7 @@ class EpisodeOptions:
     length_penalty_threshold: int
     creativity_enabled: bool
     creativity_dimensions: tuple[str, ...]
-    propose_scaffold: bool = False  # proposer turn prefilled up to its first block
+    propose_scaffold: bool = False  # proposer turn prefilled up to its program block
 
 
 @dataclass(frozen=True)

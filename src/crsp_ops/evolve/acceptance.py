@@ -43,9 +43,9 @@ def lost_correct(candidate: Sequence[Any], incumbent: Sequence[Any]) -> int:
 
 def adopt_candidate(
     candidate_composite: float, best_composite: float, *, lost: int | None = None,
-    max_lost_correct: int = GUARD_OFF,
+    max_lost_correct: int = GUARD_OFF, shorter: bool | None = None,
 ) -> bool:
-    """The candidate becomes the best: a higher composite, and (guard on) few lost answers.
+    """The candidate becomes the best: it wins, and (guard on) lost few answers.
 
     Args:
         candidate_composite: the candidate's composite on this minibatch.
@@ -53,13 +53,18 @@ def adopt_candidate(
         lost: ``lost_correct`` of the candidate against the incumbent (``None``: unpaired, or
             nothing to compare with; the guard then does not apply).
         max_lost_correct: the most lost answers a candidate may have (``GUARD_OFF``: any).
+        shorter: ``shorter_and_as_correct`` of the pair (``evolve.acceptance=shorter``,
+            paired); given, it decides the win instead of the composites.
 
     >>> adopt_candidate(0.40, 0.35), adopt_candidate(0.40, 0.35, lost=1, max_lost_correct=0)
     (True, False)
     >>> adopt_candidate(0.40, 0.35, lost=1, max_lost_correct=1), adopt_candidate(0.3, 0.35)
     (True, False)
+    >>> adopt_candidate(0.3, 0.35, shorter=True), adopt_candidate(0.4, 0.35, shorter=False)
+    (True, False)
     """
-    if not candidate_composite > best_composite:
+    wins = candidate_composite > best_composite if shorter is None else shorter
+    if not wins:
         return False
     return lost is None or max_lost_correct == GUARD_OFF or lost <= max_lost_correct
 

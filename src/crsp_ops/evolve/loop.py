@@ -303,14 +303,12 @@ def _run_iteration(
     generation_s = time.perf_counter() - started
     lost = None if incumbent_run is None else lost_correct(result.records,
                                                             incumbent_run[1].records)
-    if config.acceptance == "shorter" and incumbent_run is not None:
-        improved = shorter_and_as_correct(result.records, incumbent_run[1].records) and (
-            config.max_lost_correct == GUARD_OFF or lost <= config.max_lost_correct)
-    else:
-        improved = adopt_candidate(
-            scores["composite_score"],
-            state.best_composite if incumbent is None else incumbent["composite_score"],
-            lost=lost, max_lost_correct=config.max_lost_correct)
+    shorter = (shorter_and_as_correct(result.records, incumbent_run[1].records)
+               if config.acceptance == "shorter" and incumbent_run is not None else None)
+    improved = adopt_candidate(
+        scores["composite_score"],
+        state.best_composite if incumbent is None else incumbent["composite_score"],
+        lost=lost, max_lost_correct=config.max_lost_correct, shorter=shorter)
     if improved:
         state.best, state.best_composite, state.best_iteration = (
             dict(state.current), scores["composite_score"], iteration)
