@@ -26,13 +26,15 @@ the first arm minus each other arm, paired over questions. One JSON line goes to
     python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 --heldout 8 \
         --iterations 2 --set evolve.minibatch_size=2 --project /tmp/crsp_evolve_heldout_8
 
-``--set`` overrides apply to every arm's search (e.g. ``evolve.max_lost_correct=0``,
+``--keep DIR`` keeps each search's outputs (its ``history.json`` shows every step the
+search tried). ``--set`` overrides apply to every arm's search (e.g. ``evolve.max_lost_correct=0``,
 ``evolve.offline_length_contrast=excess``); ``--stage-set`` to building the stages.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -299,6 +301,9 @@ def main() -> None:
                              "LoopConfig.answer_budget of the iterations and minibatch size)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--stage-set", dest="stage_overrides", action="append", default=[])
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep every search's outputs (history.json, best deltas, proposer "
+                             "state) under DIR/<arm>-<seed> instead of a temporary directory")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -334,7 +339,8 @@ def main() -> None:
         generate = partial(run_minibatch, backend=backend, template=prompt_template(settings),
                            sampling=sampling_params(settings),
                            grade=grading_from_settings(settings.scoring))
-        with tempfile.TemporaryDirectory() as tmp:
+        with contextlib.ExitStack() as stack:
+            tmp = args.keep or stack.enter_context(tempfile.TemporaryDirectory())
             initial_cols, rows, answers = run_arms(
                 arms=arms, seeds=args.seeds, evaluate=lambda ex, d: generate(ex, deltas=d),
                 pool=pool, heldout=heldout, initial=initial, clusters=clusters,

@@ -3,14 +3,16 @@
     python benchmarks/learning_curve.py --model /tmp/smollm2 --arms crsp grpo \
         --steps 16 --eval-every 8 --heldout 200 --out /tmp/curve
 
-Every arm starts from the same ``--model`` and trains on the same edge math tasks
-(``crsp.math_source=edge``: one- and two-operation word problems, ``data/edge_math.py``) with
-the same solve conversation (format, worked example, ``<think>`` prefill), the same samples per
-prompt, prompts per step, completion budget, temperature and learning rate, so every arm has
-generated the same number of solve samples at the same step. Every ``--eval-every`` steps
-and after the last, each arm answers the same ``--heldout`` tasks greedily; the project's
-parser and grader score them (``crsp.heldout.solve_checks``). The step-0 evaluation is done
-once and shared: every arm starts from the same weights, and greedy decoding is deterministic.
+Every arm starts from the same ``--model`` and trains on the same edge math tasks in the same
+order (``crsp.math_source=edge``: one- and two-operation word problems, ``data/edge_math.py``;
+``training_schedule``: ``--tasks-per-step`` prompts per step, the CRSP trainer's draws replaced
+by the schedule) with the same solve conversation (format, worked example, ``<think>``
+prefill), the same samples per prompt, prompts per step, completion budget, temperature and
+learning rate, so every arm has generated the same number of solve samples at the same step.
+Every ``--eval-every`` steps and after the last, each arm answers the same ``--heldout`` tasks
+greedily; the project's parser and grader score them (``crsp.heldout.solve_checks``). The
+step-0 evaluation is done once and shared: every arm starts from the same weights, and greedy
+decoding is deterministic.
 
 Arms:
 * ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques);
@@ -146,6 +148,33 @@ class HeldOut:
         return {"point": point, "correct": correct}
 
 
+def training_schedule(train_tasks: list[MathTask], args) -> list[MathTask]:
+    """The math tasks every arm trains on, in order: ``--tasks-per-step`` per step."""
+    order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
+    needed = args.steps * args.tasks_per_step
+    return (order * (needed // len(order) + 1))[:needed]
+
+
+class ScheduledTasks(TaskBuffers):
+    """Task buffers whose math draws follow a fixed schedule (the prompts TRL's arm gets).
+
+    Every other type (the self-play arm's code_o) is drawn as the trainer draws it.
+    """
+
+    def __init__(self, seeds, schedule: list[MathTask], *, capacity: int) -> None:
+        super().__init__(seeds, capacity=capacity)
+        self.schedule = list(schedule)
+
+    def sample(self, task_type, count, rng):
+        if task_type is not TaskType.MATH:
+            return super().sample(task_type, count, rng)
+        if count > len(self.schedule):
+            raise RuntimeError(f"the schedule has {len(self.schedule)} math tasks left, the "
+                               f"trainer asked for {count}")
+        drawn, self.schedule = self.schedule[:count], self.schedule[count:]
+        return drawn
+
+
 def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
     """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps.
 
@@ -160,7 +189,8 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
         seeds = {TaskType.MATH: list(train_tasks)}
         if arm == "selfplay":
             seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
-        trainer.buffers = TaskBuffers(seeds, capacity=len(train_tasks))
+        trainer.buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args),
+                                         capacity=len(train_tasks))
         try:
             evaluations.append(base)
             while trainer.step < args.steps:
@@ -188,10 +218,8 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
     settings = arm_settings(args, "grpo")
     model, tokenizer = load_causal_lm(args.model)
     by_question = {task.question: task for task in train_tasks}
-    order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
-    needed = args.steps * args.tasks_per_step
     rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
-            for task in (order * (needed // len(order) + 1))[:needed]]
+            for task in training_schedule(train_tasks, args)]
     executor = heldout.executor
 
     def format_rule(prompts, completions, question, **_):

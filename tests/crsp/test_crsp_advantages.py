@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from crsp_ops.crsp.advantages import (
+    baseline_group,
     group_indices,
     place_on_last_token,
     task_relative_advantages,
@@ -71,3 +72,23 @@ def test_place_on_last_token_handles_left_and_right_padding():
     torch.testing.assert_close(placed, expected)
     with pytest.raises(ValueError, match="at least one"):
         place_on_last_token(torch.tensor([1.0]), torch.zeros(1, 3))
+
+
+def test_task_baseline_compares_answers_within_a_task():
+    """An easy and a hard math task: the task-type baseline rewards the easy task's samples for
+    the task being easy; the per-task baseline only for the answer being better."""
+    rewards = torch.tensor([1.0, 1.0, -0.5, -1.0])  # task 0: both right; task 1: wrong, malformed
+    tasks = [0, 0, 1, 1]
+    per_type = [baseline_group("math", t, "task_type") for t in tasks]
+    per_task = [baseline_group("math", t, "task") for t in tasks]
+    roles = ["solve"] * 4
+    by_type = task_relative_advantages(rewards, per_type, roles, whiten=False, eps=1e-6)
+    by_task = task_relative_advantages(rewards, per_task, roles, whiten=False, eps=1e-6)
+    torch.testing.assert_close(by_type, torch.tensor([0.875, 0.875, -0.625, -1.125]))
+    torch.testing.assert_close(by_task, torch.tensor([0.0, 0.0, 0.25, -0.25]))
+
+
+def test_roles_without_a_task_keep_the_task_type_group():
+    assert baseline_group("code_o", None, "task") == baseline_group("code_o", 7, "task_type")
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        baseline_group("math", 0, "prompt")

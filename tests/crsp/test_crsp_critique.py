@@ -126,3 +126,13 @@ def test_prompts_cover_the_four_dimensions_and_json():
     assert "tried two ways" in messages[3]["content"]
     critique = critique_messages("TASK-TEXT", "SOLUTION-TEXT")
     assert "TASK-TEXT" in critique[3]["content"] and "SOLUTION-TEXT" in critique[3]["content"]
+
+
+def test_the_critic_sees_the_solution_without_the_solvers_tags():
+    """Only the prefill and the worked example carry the critique's own format."""
+    messages = critique_messages("What is 2 plus 3?",
+                                 "<think>2 plus 3 is 6</think><answer>6</answer>")
+    request = messages[-2]["content"]
+    assert "Reasoning: 2 plus 3 is 6\nFinal answer: 6" in request
+    assert "<answer>" not in request and "<think>2" not in request
+    assert "<answer>" not in messages[1]["content"]  # the worked example's solution too

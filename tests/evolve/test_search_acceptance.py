@@ -120,6 +120,27 @@ def test_excess_contrast_moves_only_the_clusters_that_carry_the_extra_length():
         usage_direction(evidence, counter, correct_weight=1.0, length_contrast="ratio")
 
 
+def test_eos_goes_down_when_long_answers_are_more_correct_unless_only_shorter_can_win():
+    """Long answers right, short ones wrong: the composite rule may lengthen, shorter may not."""
+    counts = np.array([[0, 4, 0, 0], [0, 4, 0, 0], [0, 4, 8, 0], [0, 4, 8, 0]])
+    evidence = evidence_of(counts, counts.sum(axis=1).tolist(), [False, False, True, True])
+    counter = ClusterCounter(np.arange(K), K, tokenize=lambda t: [])
+    composite = usage_direction(evidence, counter, correct_weight=1.0)
+    shorter = usage_direction(evidence, counter, correct_weight=1.0, eos_up_only=True)
+    assert composite[0] == -1.0 and shorter[0] == 1.0
+    assert np.array_equal(composite[1:], shorter[1:])  # only EOS depends on the rule
+
+
+def test_the_factory_passes_the_eos_rule_and_the_step_cap():
+    clusters = {"token_clusters": np.arange(K), "n_clusters": K, "tokenize": lambda t: []}
+    for flag, cap, expected in (("y", "2", (True, 2.0)), ("n", "0", (False, None))):
+        settings = load_settings(REPO, [f"evolve.offline_eos_up_only={flag}",
+                                        f"evolve.offline_max_step={cap}"]).settings
+        proposer = build_proposer("offline", settings, initial_deltas=INITIAL, out_dir=None,
+                                  **clusters)
+        assert (proposer.eos_up_only, proposer.max_step) == expected
+
+
 def test_offline_and_optuna_spend_the_same_answers_under_the_default_settings(tmp_path):
     settings = load_settings(REPO, []).settings
     evolve = settings.evolve
@@ -189,3 +210,25 @@ def test_shorter_and_as_correct_needs_the_same_questions():
     assert not shorter_and_as_correct(rows, rows)  # as long: no improvement
     with pytest.raises(ValueError, match="same minibatch"):
         shorter_and_as_correct(rows, rows[:2])
+
+
+def test_the_step_doubles_after_each_adoption_but_not_past_max_step():
+    counts = np.array([[0, 4, 0, 0], [0, 4, 0, 0], [0, 4, 8, 0], [0, 4, 8, 0]])
+    records = evidence_of(counts, counts.sum(axis=1).tolist(), [True] * 4).records
+
+    def steps(max_step):
+        proposer = OfflineProposer(ClusterCounter(np.arange(K), K, tokenize=lambda t: []),
+                                   clamp=None, step=1.0, max_step=max_step)
+        deltas, taken = INITIAL, []
+        for iteration in range(5):  # every proposal adopted
+            evidence = Evidence(iteration=iteration, deltas=deltas, records=records,
+                                scores={"composite_score": 0.5 + iteration},
+                                best_composite=0.5 + iteration,
+                                cluster_descriptions=DESCRIPTIONS, improved=iteration > 0)
+            proposal = proposer.propose(evidence)
+            taken.append(max(abs(proposal.deltas[k] - deltas[k]) for k in deltas))
+            deltas = proposal.deltas
+        return taken
+
+    assert steps(None) == [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert steps(2.0) == [1.0, 2.0, 2.0, 2.0, 2.0]

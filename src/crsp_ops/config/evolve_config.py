@@ -74,6 +74,8 @@ class EvolveSettings:
     acceptance: str  # "composite" | "shorter"
     frontier: bool
     offline_step: float = bounded(0.0, 100.0, open_low=True)
+    offline_max_step: float = bounded(0.0, 100.0)  # 0: the step is not capped
+    offline_eos_up_only: bool  # the EOS cluster never goes down
     offline_length_contrast: str  # "share" | "excess"
     registry_enabled: bool
     registry_model_name: str

@@ -98,6 +98,7 @@ class TrainSettings:
     """The ``train`` section: the TR-RPG / TRR++ optimisation loop."""
 
     algorithm: str  # "trrpg" | "trrpp" (TRR++)
+    advantage_baseline: str  # "task_type" | "task" (crsp.advantages.baseline_group)
     steps: int
     learning_rate: float = bounded(0.0, 1.0, open_low=True)
     weight_decay: float = bounded(0.0, 10.0)

@@ -12,6 +12,13 @@ Guards: a group of one has no baseline but its own reward, so its advantage is 0
 no learning signal rather than a made-up one); when ``std_group < eps`` (all rewards equal up
 to noise) the centred value is returned unscaled instead of dividing by ~0. Standard deviation
 is the population one (``unbiased=False``), defined for groups of two.
+
+Which samples share a baseline is ``train.advantage_baseline`` (:func:`baseline_group`):
+``task_type`` (the seed's and AZR's task-relative baseline: every sample of one task type and
+role in the step) or ``task`` (a solve sample's baseline is the mean of its own task's samples,
+as in GRPO; the other roles keep the task-type group). With several solve samples per task,
+the task-type baseline mixes tasks of different difficulty: every sample of an easy task gets a
+positive advantage and every sample of a hard one a negative advantage, whatever the answer.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
 
     Args:
         rewards: sequence rewards, shape ``(B,)``.
-        task_types: task type of each sample (``B`` items).
+        task_types: baseline group of each sample (``B`` items): its task type, or its task
+            (``baseline_group``).
         roles: role of each sample (``B`` items): "propose", "solve" or "critique".
         whiten: divide by the group's standard deviation (TRR++) or only centre (TR-RPG).
         eps: standard deviations below this are treated as zero (> 0).
@@ -61,6 +69,30 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
             centred = centred / std
         advantages[index] = centred
     return advantages
+
+
+ADVANTAGE_BASELINES = ("task_type", "task")  # train.advantage_baseline
+
+
+def baseline_group(task_type: str, task_index: int | None, baseline: str) -> Hashable:
+    """The key of the samples that share a sample's baseline (the role is keyed separately).
+
+    Args:
+        task_type: the sample's task type.
+        task_index: the index of the task within the step for solve samples (``None`` for
+            roles whose samples do not share a prompt).
+        baseline: ``task_type`` or ``task`` (see the module docstring).
+
+    >>> baseline_group("math", 3, "task_type"), baseline_group("math", 3, "task")
+    ('math', ('math', 3))
+    >>> baseline_group("code_o", None, "task")
+    'code_o'
+    """
+    if baseline not in ADVANTAGE_BASELINES:
+        raise ValueError(f"baseline must be one of {ADVANTAGE_BASELINES}, got {baseline!r}")
+    if baseline == "task" and task_index is not None:
+        return (task_type, task_index)
+    return task_type
 
 
 def group_indices(task_types: Sequence[Hashable], roles: Sequence[Hashable]

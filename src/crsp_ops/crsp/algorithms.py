@@ -47,10 +47,13 @@ def get_algorithm(name: str) -> PolicyGradientAlgorithm:
 
 
 def compute_advantages(algorithm: PolicyGradientAlgorithm, rewards: torch.Tensor,
-                       task_types: Sequence[Hashable], roles: Sequence[Hashable], *,
+                       groups: Sequence[Hashable], roles: Sequence[Hashable], *,
                        eps: float) -> torch.Tensor:
-    """Task-relative advantages ``(B,)`` as ``algorithm`` defines them."""
-    return task_relative_advantages(rewards, task_types, roles,
+    """Advantages ``(B,)`` as ``algorithm`` defines them, one baseline per (group, role).
+
+    ``groups``: each sample's baseline group (``advantages.baseline_group``).
+    """
+    return task_relative_advantages(rewards, groups, roles,
                                     whiten=algorithm.whiten_advantages, eps=eps)
 
 

@@ -16,8 +16,10 @@ model's solutions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from crsp_ops.crsp.critique import extract_think, strip_think
 from crsp_ops.inference.backend import Message
 from crsp_ops.inference.hf_chat import assistant_prefill
 
@@ -67,8 +69,31 @@ _EXAMPLE_TRACE = "6 times 7 is 48."
 _EXAMPLE_GRADE = '{"grade": 0.1, "rationale": "A single unchecked step, no other approach."}'
 
 
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def shown_solution(solution: str) -> str:
+    """The solver's response as the critic sees it: its reasoning and answer, without the tags.
+
+    A small model shown ``<think>``/``<answer>`` tags in the solution copies them and answers
+    the task itself instead of judging it.
+
+    >>> print(shown_solution("<think>6 times 7 is 48.</think><answer>48</answer>"))
+    Reasoning: 6 times 7 is 48.
+    Final answer: 48
+    >>> print(shown_solution("just 5"))
+    Reasoning: (none)
+    Final answer: just 5
+    """
+    visible = strip_think(solution)
+    answer = _ANSWER_BLOCK.search(visible)
+    final = (answer.group(1) if answer else visible).strip()
+    return (f"Reasoning: {extract_think(solution) or '(none)'}\n"
+            f"Final answer: {final or '(none)'}")
+
+
 def _pair(task_prompt: str, solution: str) -> str:
-    return (f"## Task\n{task_prompt}\n\n## Proposed solution\n{solution}\n\n"
+    return (f"## Task\n{task_prompt}\n\n## Proposed solution\n{shown_solution(solution)}\n\n"
             f"{_REVIEW_REQUEST}")
 
 

@@ -33,7 +33,7 @@ that reach every parameter) and the same optimizer steps, so the replicas stay i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -194,7 +194,8 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
 
 
 def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingBatch | None,
-                  roles: Sequence[str], task_types: Sequence[str], options: UpdateOptions,
+                  roles: Sequence[str], baseline_groups: Sequence[Hashable],
+                  options: UpdateOptions,
                   *, temperature: float) -> dict[str, float]:
     """Compute task-relative advantages and take ``update_epochs`` optimizer steps.
 
@@ -207,7 +208,8 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         accelerator: the ``accelerate.Accelerator``.
         batch: padded rollouts of this rank's step, ``None`` when it has none.
         roles: role of each row.
-        task_types: task type of each row.
+        baseline_groups: baseline group of each row (its task type, or its task:
+            ``advantages.baseline_group``); rows of one group and role share a baseline.
         options: algorithm and optimisation settings.
         temperature: from ``policy_temperature``.
 
@@ -227,7 +229,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     advantages = None
     if batch is not None:
         advantages = compute_advantages(options.algorithm, batch.episode_rewards,
-                                        list(task_types), list(roles),
+                                        list(baseline_groups), list(roles),
                                         eps=options.advantage_eps)  # (B,)
     skip = advantage_signal_over_ranks(accelerator, advantages) == 0
     role_list = list(roles)

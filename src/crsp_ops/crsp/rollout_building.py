@@ -10,9 +10,10 @@ rule's placement).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from crsp_ops.crsp.advantages import baseline_group
 from crsp_ops.crsp.episode import RoleSample
 from crsp_ops.crsp.rewards import format_rule_token_rewards
 from crsp_ops.inference.context import InferenceContext
@@ -23,17 +24,22 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StepRollouts:
-    """The rollouts of one step with the role and task type of each (same order)."""
+    """The rollouts of one step with the role, task type and baseline group of each."""
 
     rollouts: tuple[Rollout, ...]
     roles: tuple[str, ...]
     task_types: tuple[str, ...]
     skipped: int  # samples that could not become rollouts (empty response, misalignment)
+    baseline_groups: tuple[Hashable, ...] = ()  # advantages.baseline_group of each rollout
 
 
-def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext) -> StepRollouts:
-    """One rollout per sample; samples the context rejects are logged, counted and skipped."""
-    rollouts, roles, task_types, skipped = [], [], [], 0
+def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
+                   baseline: str = "task_type") -> StepRollouts:
+    """One rollout per sample; samples the context rejects are logged, counted and skipped.
+
+    ``baseline`` (``train.advantage_baseline``) picks each rollout's baseline group.
+    """
+    rollouts, roles, task_types, groups, skipped = [], [], [], [], 0
     for sample in samples:
         completion = sample.completion
         try:
@@ -51,4 +57,7 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext) -> 
         rollouts.append(rollout)
         roles.append(sample.role)
         task_types.append(sample.task_type)
-    return StepRollouts(tuple(rollouts), tuple(roles), tuple(task_types), skipped)
+        task_index = sample.info.get("task_index") if sample.role == "solve" else None
+        groups.append(baseline_group(sample.task_type, task_index, baseline))
+    return StepRollouts(tuple(rollouts), tuple(roles), tuple(task_types), skipped,
+                        tuple(groups))

@@ -303,7 +303,8 @@ class SelfPlayTrainer:
         return metrics, episode
 
     def _update(self, episode: Episode) -> dict[str, float]:
-        step_rollouts = build_rollouts(episode.samples, self.context)
+        step_rollouts = build_rollouts(episode.samples, self.context,
+                                       baseline=self.settings.train.advantage_baseline)
         context_stats = {f"context/{k}": float(v) for k, v in self.context.stats().items()}
         self.context.reset_stats()
         base = {"rollouts/count": float(len(step_rollouts.rollouts)),
@@ -320,7 +321,7 @@ class SelfPlayTrainer:
         if batch is not None or self.accelerator.num_processes > 1:
             update = policy_update(
                 self.model, self.optimizer, self.accelerator, batch, step_rollouts.roles,
-                step_rollouts.task_types, self.update_options,
+                step_rollouts.baseline_groups, self.update_options,
                 temperature=policy_temperature(
                     "raw" if batch is None else batch.logprob_semantics,
                     self.settings.train.temperature))

@@ -81,4 +81,6 @@ def _offline(settings, *, token_clusters, n_clusters, tokenize, **_unused) -> Pr
         ClusterCounter(token_clusters, n_clusters, tokenize),
         clamp=settings.evolve.clamp, step=settings.evolve.offline_step,
         length_contrast=settings.evolve.offline_length_contrast,
+        eos_up_only=settings.evolve.offline_eos_up_only,
+        max_step=settings.evolve.offline_max_step or None,
     )

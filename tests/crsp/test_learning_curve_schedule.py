@@ -1,0 +1,35 @@
+"""benchmarks/learning_curve.py's shared task schedule: every arm trains on the same prompts."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.learning_curve import ScheduledTasks, training_schedule
+from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
+from crsp_ops.crsp.tasks.task_types import MathTask, TaskType
+
+TASKS = [MathTask(f"What is {i} plus 1?", "", str(i + 1), family="add") for i in range(5)]
+
+
+def test_the_schedule_is_seeded_and_repeats_the_tasks_when_it_needs_more():
+    args = SimpleNamespace(seed=3, steps=3, tasks_per_step=4)
+    schedule = training_schedule(TASKS, args)
+    assert len(schedule) == 12 and schedule == training_schedule(TASKS, args)
+    assert sorted(t.answer for t in schedule[:5]) == sorted(t.answer for t in TASKS)
+    assert schedule != training_schedule(TASKS, SimpleNamespace(seed=4, steps=3,
+                                                                tasks_per_step=4))
+
+
+def test_math_draws_follow_the_schedule_other_types_the_trainer():
+    code = list(starter_tasks(TaskType.CODE_O))
+    buffers = ScheduledTasks({TaskType.MATH: TASKS, TaskType.CODE_O: code},
+                             [TASKS[4], TASKS[0], TASKS[2]], capacity=10)
+    rng = random.Random(0)
+    assert buffers.sample(TaskType.MATH, 2, rng) == [TASKS[4], TASKS[0]]
+    assert all(t in code for t in buffers.sample(TaskType.CODE_O, 3, rng))
+    assert buffers.sample(TaskType.MATH, 1, rng) == [TASKS[2]]
+    with pytest.raises(RuntimeError, match="0 math tasks left"):
+        buffers.sample(TaskType.MATH, 1, rng)
