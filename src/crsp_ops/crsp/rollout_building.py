@@ -24,13 +24,12 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StepRollouts:
-    """The rollouts of one step with the role, task type and baseline group of each."""
+    """The rollouts of one step with the role and baseline group of each (same order)."""
 
     rollouts: tuple[Rollout, ...]
     roles: tuple[str, ...]
-    task_types: tuple[str, ...]
+    baseline_groups: tuple[Hashable, ...]  # advantages.baseline_group of each rollout
     skipped: int  # samples that could not become rollouts (empty response, misalignment)
-    baseline_groups: tuple[Hashable, ...] = ()  # advantages.baseline_group of each rollout
 
 
 def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
@@ -39,7 +38,7 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
 
     ``baseline`` (``train.advantage_baseline``) picks each rollout's baseline group.
     """
-    rollouts, roles, task_types, groups, skipped = [], [], [], [], 0
+    rollouts, roles, groups, skipped = [], [], [], 0
     for sample in samples:
         completion = sample.completion
         try:
@@ -56,8 +55,6 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
             continue
         rollouts.append(rollout)
         roles.append(sample.role)
-        task_types.append(sample.task_type)
         task_index = sample.info.get("task_index") if sample.role == "solve" else None
         groups.append(baseline_group(sample.task_type, task_index, baseline))
-    return StepRollouts(tuple(rollouts), tuple(roles), tuple(task_types), skipped,
-                        tuple(groups))
+    return StepRollouts(tuple(rollouts), tuple(roles), tuple(groups), skipped)
