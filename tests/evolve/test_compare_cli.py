@@ -10,7 +10,7 @@ from evolve_testkit import make_project
 from mlflow.tracking import MlflowClient
 
 from crsp_ops.config import load_settings
-from crsp_ops.evolve.compare import HEADERS, RunRow, format_table, group_rows
+from crsp_ops.evolve.compare import HEADERS, NAN, RunRow, format_table, group_rows
 from crsp_ops.evolve.compare_plot import save_comparison_figure
 from crsp_ops.tracking import tracking_uri
 from pipelines.cli import main
@@ -111,6 +111,8 @@ def _row(run_id, model, score, heldout="h1"):
                   reflector_tokens=0.0, wall_time_s=1.0, base_model=model, heldout_set=heldout,
                   model_name=model, heldout_size={"h1": "4", "h2": "6"}[heldout],
                   heldout_best_ci=(score - 0.05, score + 0.05),
+                  tokens_change=(-0.2638, -0.2977, -0.2291) if run_id == "b" else (NAN,) * 3,
+                  correctness_gain=(0.0175, -0.015, 0.05) if run_id == "b" else (NAN,) * 3,
                   curves={"composite_score": [0.1, 0.3, score], "best_composite": [0.1, 0.3,
                                                                                     score],
                           "shortness_score": [0.2, 0.5, 0.4], "correctness_ratio": [0.9, 0.6,
@@ -129,5 +131,9 @@ def test_compare_ranks_within_a_model_and_never_across(tmp_path):
                         "base model tiny-1, 6 held-out questions: 1 run(s)"]
     assert text.splitlines()[-1].startswith("3 groups of different base models")
     assert "[0.350, 0.450]" in text and not math.isnan(rows[0].heldout_best_ci[0])
+    smollm2 = next(line for line in text.splitlines() if "evolve-offline-b" in line)
+    assert "-26% [-30%, -23%]" in smollm2 and "+0.02 [-0.01, +0.05] NI" in smollm2
+    tiny = next(line for line in text.splitlines() if "evolve-offline-a" in line)
+    assert "%" not in tiny and " NI" not in tiny  # runs without paired gains leave them blank
     plot = save_comparison_figure(rows, tmp_path / "c.png")  # a row of panels per group
     assert plot.stat().st_size > 10_000

@@ -10,7 +10,9 @@ and ranked only within a group: a held-out composite of one model says nothing a
 Figures are exact: ``tokens`` sums the reflector tokens of every iteration (the per-iteration
 ``reflector_total_tokens`` history, one value per step, so a resumed run that replayed earlier
 iterations counts each once); ``wall_s`` is the run's end time minus its start time (empty while
-it runs).
+it runs). ``tokens_chg`` and ``correct_gain`` are the paired held-out gains of the best deltas
+over the initial ones (95% intervals; ``NI`` marks correctness non-inferior), the same numbers
+as the verdict line a run ends with.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tabulate import tabulate
+
+from crsp_ops.evaluation.paired_gains import correctness_non_inferior
 
 NAN = float("nan")
 JOB_FILTER = "tags.`crsp.job` = 'evolve' and tags.proposer != ''"
@@ -47,11 +51,13 @@ class RunRow:
     heldout_size: str = "?"  # heldout.size tag: questions in the held-out set
     heldout_initial_ci: tuple[float, float] = (NAN, NAN)
     heldout_best_ci: tuple[float, float] = (NAN, NAN)
+    tokens_change: tuple[float, float, float] = (NAN, NAN, NAN)  # paired; -0.2: 20% shorter
+    correctness_gain: tuple[float, float, float] = (NAN, NAN, NAN)  # paired (value, low, high)
     curves: dict[str, list[float]] = field(default_factory=dict)
 
 
 HEADERS = ("name", "proposer", "status", "iters", "best_mb", "heldout_init", "heldout_best",
-           "heldout_best_95ci", "reflector_tokens", "wall_s", "run")
+           "heldout_best_95ci", "tokens_chg", "correct_gain", "reflector_tokens", "wall_s", "run")
 
 
 def wall_time_s(info: Any) -> float:
@@ -69,6 +75,12 @@ def per_step(history: Sequence[Any]) -> list[float]:
         if previous is None or point.timestamp >= previous[0]:
             latest[point.step] = (point.timestamp, point.value)
     return [latest[step][1] for step in sorted(latest)]
+
+
+def _paired(metrics: dict[str, float], name: str) -> tuple[float, float, float]:
+    key = f"heldout_{name}_gain"
+    return (metrics.get(key, NAN), metrics.get(f"{key}_ci_low", NAN),
+            metrics.get(f"{key}_ci_high", NAN))
 
 
 def row_from_run(run: Any, histories: dict[str, Sequence[Any]] | None = None) -> RunRow:
@@ -97,6 +109,8 @@ def row_from_run(run: Any, histories: dict[str, Sequence[Any]] | None = None) ->
                             metrics.get("heldout_initial_composite_ci_high", NAN)),
         heldout_best_ci=(metrics.get("heldout_best_composite_ci_low", NAN),
                          metrics.get("heldout_best_composite_ci_high", NAN)),
+        tokens_change=_paired(metrics, "tokens"),
+        correctness_gain=_paired(metrics, "correctness"),
         curves={key: per_step(histories.get(key, ())) for key in CURVE_METRICS},
     )
 
@@ -164,11 +178,41 @@ def _interval(bounds: tuple[float, float]) -> str:
     return "" if any(math.isnan(b) for b in bounds) else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
 
 
+def tokens_change_cell(change: tuple[float, float, float]) -> str:
+    """``-26% [-30%, -23%]``; empty for runs without paired held-out gains.
+
+    >>> tokens_change_cell((-0.2638, -0.2977, -0.2291))
+    '-26% [-30%, -23%]'
+    """
+    if any(math.isnan(v) for v in change):
+        return ""
+    value, low, high = change
+    return f"{value:+.0%} [{low:+.0%}, {high:+.0%}]"
+
+
+def correctness_gain_cell(gain: tuple[float, float, float]) -> str:
+    """``+0.02 [-0.01, +0.05] NI`` (NI: non-inferior); empty without paired gains.
+
+    >>> correctness_gain_cell((-0.02, -0.05, 0.01))
+    '-0.02 [-0.05, +0.01]'
+    """
+    if any(math.isnan(v) for v in gain):
+        return ""
+    value, low, high = gain
+    return f"{value:+.2f} [{low:+.2f}, {high:+.2f}]{non_inferior_mark(low)}"
+
+
+def non_inferior_mark(correctness_low: float) -> str:
+    """`` NI`` when the correctness gain's lower bound passes non-inferiority, else ``""``."""
+    return " NI" if correctness_non_inferior(correctness_low) else ""
+
+
 def table_rows(members: Sequence[RunRow]) -> list[list[str]]:
     """The cells of one group (strings: counts as integers, scores to 4 decimals)."""
     return [[r.run_name, r.proposer, r.status, str(r.iterations),
              _score(r.best_minibatch_composite), _score(r.heldout_initial_composite),
              _score(r.heldout_best_composite), _interval(r.heldout_best_ci),
+             tokens_change_cell(r.tokens_change), correctness_gain_cell(r.correctness_gain),
              f"{r.reflector_tokens:,.0f}", "" if math.isnan(r.wall_time_s)
              else f"{r.wall_time_s:.1f}", r.run_id[:8]]
             for r in members]

@@ -1,6 +1,8 @@
 """The comparison figure a paper would use, one row of panels per (base model, held-out set).
 
-(a) held-out composite of the initial and the best deltas per run, with 95% bootstrap intervals;
+(a) held-out composite of the initial and the best deltas per run, with 95% bootstrap intervals,
+    each best bar labelled with its paired token change and correctness gain (``NI``:
+    non-inferior) where the run logged them;
 (b) minibatch composite of each iteration's candidate (dots) and its running maximum (line), per
     run, so the line never sits below a point;
 (c) shortness × correctness of every evaluated candidate, per run, with the run's frontier
@@ -18,7 +20,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from crsp_ops.atomic_io import atomic_path
-from crsp_ops.evolve.compare import RunRow, group_labels, group_rows
+from crsp_ops.evolve.compare import RunRow, group_labels, group_rows, non_inferior_mark
 from crsp_ops.evolve.frontier import pareto_indices
 
 DPI = 110
@@ -33,6 +35,22 @@ def _errors(value: float, bounds: tuple[float, float]) -> tuple[float, float]:
     if math.isnan(value) or any(math.isnan(b) for b in bounds):
         return (0.0, 0.0)
     return (max(value - bounds[0], 0.0), max(bounds[1] - value, 0.0))
+
+
+def paired_label(row: RunRow) -> str:
+    """The best bar's label: paired token change and correctness gain ("" when not logged).
+
+    >>> nan = float("nan")
+    >>> row = RunRow("r", "n", "FINISHED", "offline", 8, 0.3, 0.30, 0.34, 0.0, 1.0, "m", "h",
+    ...              tokens_change=(-0.26, -0.30, -0.23), correctness_gain=(0.02, -0.01, 0.05))
+    >>> print(paired_label(row))
+    -26% tokens
+    correct +0.02 NI
+    """
+    change, gain = row.tokens_change[0], row.correctness_gain
+    if math.isnan(change) or any(math.isnan(v) for v in gain):
+        return ""
+    return f"{change:+.0%} tokens\ncorrect {gain[0]:+.2f}{non_inferior_mark(gain[1])}"
 
 
 def _heldout_panel(axes, members: Sequence[RunRow]) -> None:
@@ -56,6 +74,14 @@ def _heldout_panel(axes, members: Sequence[RunRow]) -> None:
         (r.heldout_initial_composite,
          _errors(r.heldout_initial_composite, r.heldout_initial_ci)[1])) if not math.isnan(v)]
     axes.set_ylim(0.0, 1.3 * max(tops, default=1.0))  # headroom: the legend covers no bar
+    for position, row in zip(positions, members, strict=True):
+        label = paired_label(row)
+        if label and not math.isnan(row.heldout_best_composite):
+            top = row.heldout_best_composite + _errors(row.heldout_best_composite,
+                                                       row.heldout_best_ci)[1]
+            axes.annotate(label, (position + 0.2, top), xytext=(0, 2),
+                          textcoords="offset points", ha="center", va="bottom",
+                          fontsize="xx-small")
     axes.legend(loc="upper center", ncol=2, fontsize="x-small")
 
 
