@@ -92,6 +92,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--difficulty", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=32, help="generation batch")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--grpo-seed", type=int, default=None,
+                        help="TRL's seed (its sampling) for the grpo arm; default --seed. The "
+                             "task schedule and held-out set stay those of --seed, so a second "
+                             "value measures how far GRPO's result moves between training runs")
     parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     return parser.parse_args(argv)
@@ -259,7 +263,8 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
             max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
             warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
             save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=args.seed, dataloader_num_workers=0,
+            seed=args.seed if args.grpo_seed is None else args.grpo_seed,
+            dataloader_num_workers=0,
             # fp32 without checkpointing, as the CRSP arms train: TRL's defaults (bf16 autocast,
             # gradient checkpointing) patch the model's forward, so the held-out evaluation
             # after a step would run in bf16 and differ from the shared step-0 one.
