@@ -16,10 +16,10 @@ model's solutions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from crsp_ops.crsp.critique import extract_think, strip_think
+from crsp_ops.crsp.tasks.answers import solver_answer
 from crsp_ops.inference.backend import Message
 from crsp_ops.inference.hf_chat import assistant_prefill
 
@@ -69,9 +69,6 @@ _EXAMPLE_TRACE = "6 times 7 is 48."
 _EXAMPLE_GRADE = '{"grade": 0.1, "rationale": "A single unchecked step, no other approach."}'
 
 
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.DOTALL | re.IGNORECASE)
-
-
 def shown_solution(solution: str) -> str:
     """The solver's response as the critic sees it: its reasoning and answer, without the tags.
 
@@ -85,9 +82,7 @@ def shown_solution(solution: str) -> str:
     Reasoning: (none)
     Final answer: just 5
     """
-    visible = strip_think(solution)
-    answer = _ANSWER_BLOCK.search(visible)
-    final = (answer.group(1) if answer else visible).strip()
+    final = solver_answer(solution) or strip_think(solution).strip()
     return (f"Reasoning: {extract_think(solution) or '(none)'}\n"
             f"Final answer: {final or '(none)'}")
 

@@ -40,7 +40,6 @@ def _errors(value: float, bounds: tuple[float, float]) -> tuple[float, float]:
 def paired_label(row: RunRow) -> str:
     """The best bar's label: paired token change and correctness gain ("" when not logged).
 
-    >>> nan = float("nan")
     >>> row = RunRow("r", "n", "FINISHED", "offline", 8, 0.3, 0.30, 0.34, 0.0, 1.0, "m", "h",
     ...              tokens_change=(-0.26, -0.30, -0.23), correctness_gain=(0.02, -0.01, 0.05))
     >>> print(paired_label(row))
