@@ -12,7 +12,10 @@ learning rate, so every arm has generated the same number of solve samples at th
 Every ``--eval-every`` steps and after the last, each arm answers the same ``--heldout`` tasks
 greedily; the project's parser and grader score them (``crsp.heldout.solve_checks``). The
 step-0 evaluation is done once and shared: every arm starts from the same weights, and greedy
-decoding is deterministic.
+decoding is deterministic. ``--seed`` draws the tasks, the schedule and the held-out set;
+``--sampling-seed`` (default ``--seed``) seeds each arm's sampling, so runs that differ only in
+it measure the spread between training runs (``benchmarks/learning_curve_seeds.py`` takes the
+interval over them).
 
 Arms:
 * ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques);
@@ -92,20 +95,29 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--difficulty", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=32, help="generation batch")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--grpo-seed", type=int, default=None,
-                        help="TRL's seed (its sampling) for the grpo arm; default --seed. The "
-                             "task schedule and held-out set stay those of --seed, so a second "
-                             "value measures how far GRPO's result moves between training runs")
+    parser.add_argument("--sampling-seed", type=int, default=None,
+                        help="every arm's sampling seed (TRL's seed; the CRSP trainer's "
+                             "crsp.seed, which seeds its episodes); default --seed. The task "
+                             "schedule and held-out set stay those of --seed, so other values "
+                             "measure how far an arm's result moves between training runs")
     parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     return parser.parse_args(argv)
 
 
-def arm_settings(args, arm: str):
-    """The effective settings of one arm: shared sizes first, then the arm's own keys."""
+def sampling_seed(args) -> int:
+    """The seed of the arms' sampling: ``--sampling-seed``, else ``--seed``."""
+    return args.seed if args.sampling_seed is None else args.sampling_seed
+
+
+def arm_settings(args, arm: str, seed: int | None = None):
+    """The effective settings of one arm: shared sizes first, then the arm's own keys.
+
+    ``crsp.seed`` is ``seed`` (default ``--seed``, which draws the edge tasks).
+    """
     shared = [
         "tracking.enabled=n", "crsp.problem_types=math", "crsp.math_source=edge",
-        f"crsp.seed={args.seed}", f"crsp.heldout_math={args.heldout}",
+        f"crsp.seed={args.seed if seed is None else seed}", f"crsp.heldout_math={args.heldout}",
         f"crsp.edge_difficulty={args.difficulty}", f"train.tasks_per_type={args.tasks_per_step}",
         f"train.solver_samples={args.samples}", "train.proposals_per_step=0",
         "train.critiques_per_task=0", f"train.learning_rate={args.learning_rate}",
@@ -182,9 +194,10 @@ class ScheduledTasks(TaskBuffers):
 def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
     """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps.
 
-    ``base`` is the shared step-0 evaluation (every arm starts from the same weights).
+    ``base`` is the shared step-0 evaluation (every arm starts from the same weights). The
+    trainer's ``crsp.seed`` is the sampling seed: the tasks come from the schedule.
     """
-    settings = arm_settings(args, arm)
+    settings = arm_settings(args, arm, sampling_seed(args))
     model, tokenizer = load_causal_lm(args.model)
     evaluations, step_times = [], []
     with tempfile.TemporaryDirectory() as out:
@@ -263,7 +276,7 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
             max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
             warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
             save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=args.seed if args.grpo_seed is None else args.grpo_seed,
+            seed=sampling_seed(args),
             dataloader_num_workers=0,
             # fp32 without checkpointing, as the CRSP arms train: TRL's defaults (bf16 autocast,
             # gradient checkpointing) patch the model's forward, so the held-out evaluation

@@ -1,18 +1,29 @@
-"""Learning-curve gains over training seeds: per seed, then the mean with a 95% t-interval.
+"""Learning-curve gains over training runs: per run, then the mean with a 95% t-interval.
 
-Reads the ``learning_curve.json`` files that ``benchmarks/learning_curve.py --out DIR --seed S``
-wrote (one per seed; each seed draws its own training order, sampling and held-out tasks) and
-prints one JSON line: for every arm and every seed the held-out solve rate at step 0 and at
-``--step`` (default: the last evaluation every file has), the gain (after − before, paired over
-that seed's tasks: the difference of the two rates), the share of well-formed answers that are
-correct before and after (answer learning apart from format learning), and over the seeds the
-mean gain with a Student-t 95% interval; with both ``crsp`` and ``grpo`` arms, the same for
-CRSP − GRPO at that step.
+Reads the ``learning_curve.json`` files that ``benchmarks/learning_curve.py --out DIR`` wrote,
+one per training run. A run is its ``--seed`` (the tasks, their order and the held-out set)
+and its ``--sampling-seed`` (each arm's sampling; default the seed). Prints one JSON line: for
+every arm and every run that holds it, the held-out solve rate at step 0 and at ``--step``
+(default: the last evaluation every file has), the gain (after − before, paired over that
+run's tasks: the difference of the two rates), the share of well-formed answers that are
+correct before and after (answer learning apart from format learning), and over the runs the
+mean gain and mean final rate with Student-t 95% intervals. With both ``crsp`` and ``grpo``
+arms, CRSP − GRPO at that step two ways:
+
+* ``crsp_minus_grpo``: paired over the files that hold both arms. Right for runs on different
+  ``--seed`` values, where each pair shares its tasks and held-out set.
+* ``crsp_minus_grpo_welch``: the difference of the arms' mean final rates with a Welch
+  interval over all their runs. Right for runs that differ only in ``--sampling-seed``, where
+  a CRSP run and a GRPO run share nothing that pairing would cancel, and an arm may have been
+  run alone.
 
     python benchmarks/learning_curve_seeds.py /tmp/lc/seed1/learning_curve.json \
-        /tmp/lc/seed2/learning_curve.json [--step 8]
+        /tmp/lc/seed2/learning_curve.json [--step 8] [--figure /tmp/lc/runs.png]
 
-The interval is over seeds, so it widens with few of them (t = 12.7 for 2 seeds, 4.3 for 3).
+``--figure`` draws every arm's mean curve over its runs (the steps all its runs evaluated),
+with the 95% t-interval over runs as the band (an arm with one run keeps its held-out band).
+
+The intervals are over runs, so they widen with few of them (t = 12.7 for 2 runs, 4.3 for 3).
 """
 
 from __future__ import annotations
@@ -24,9 +35,11 @@ from pathlib import Path
 
 from scipy import stats  # comes with scikit-learn
 
+from crsp_ops.crsp.learning_curve import CurvePoint, save_curve_figure
+
 
 def seed_interval(values: list[float], confidence: float = 0.95) -> dict:
-    """Mean of per-seed values with a Student-t interval (``None`` bounds for one seed).
+    """Mean of per-run values with a Student-t interval (``None`` bounds for one run).
 
     >>> seed_interval([0.2, 0.3, 0.25])["ci95"]
     [0.1258, 0.3742]
@@ -35,9 +48,30 @@ def seed_interval(values: list[float], confidence: float = 0.95) -> dict:
     if len(values) < 2:
         return {"mean": round(mean, 4), "ci95": [None, None], "seeds": len(values)}
     half = float(stats.t.ppf((1 + confidence) / 2, len(values) - 1)
-            * statistics.stdev(values) / len(values) ** 0.5)
+                 * statistics.stdev(values) / len(values) ** 0.5)
     return {"mean": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)],
             "seeds": len(values)}
+
+
+def welch_interval(first: list[float], second: list[float], confidence: float = 0.95) -> dict:
+    """Mean of ``first`` − mean of ``second`` with a Welch t-interval (unequal variances).
+
+    >>> welch_interval([0.5, 0.4, 0.45], [0.6, 0.5])["ci95"]
+    [-0.3988, 0.1988]
+    """
+    diff = statistics.fmean(first) - statistics.fmean(second)
+    if len(first) < 2 or len(second) < 2:
+        return {"diff": round(diff, 4), "ci95": [None, None], "runs": [len(first), len(second)]}
+    shares = [statistics.variance(v) / len(v) for v in (first, second)]
+    spread = sum(shares) ** 0.5
+    if spread == 0:
+        return {"diff": round(diff, 4), "ci95": [round(diff, 4)] * 2,
+                "runs": [len(first), len(second)]}
+    freedom = sum(shares) ** 2 / sum(s ** 2 / (len(v) - 1)
+                                     for s, v in zip(shares, (first, second), strict=True))
+    half = float(stats.t.ppf((1 + confidence) / 2, freedom) * spread)
+    return {"diff": round(diff, 4), "ci95": [round(diff - half, 4), round(diff + half, 4)],
+            "runs": [len(first), len(second)]}
 
 
 def point_at(curve: list[dict], step: int) -> dict:
@@ -48,13 +82,15 @@ def point_at(curve: list[dict], step: int) -> dict:
     raise ValueError(f"no evaluation at step {step} (steps: {[r['step'] for r in curve]})")
 
 
-def seed_rows(report: dict, step: int) -> dict[str, dict]:
-    """Per arm: before/after solve rate, gain, and correct-among-well-formed of one seed."""
+def run_rows(report: dict, step: int) -> dict[str, dict]:
+    """Per arm: before/after solve rate, gain, and correct-among-well-formed of one run."""
+    sampling = report.get("sampling_seed")
     rows = {}
     for arm, summary in report["arms"].items():
         before, after = point_at(summary["curve"], 0), point_at(summary["curve"], step)
-        rows[arm] = {"seed": report["seed"], "before": before["solve_rate"],
-                     "after": after["solve_rate"],
+        rows[arm] = {"seed": report["seed"],
+                     "sampling_seed": report["seed"] if sampling is None else sampling,
+                     "before": before["solve_rate"], "after": after["solve_rate"],
                      "gain": round(after["solve_rate"] - before["solve_rate"], 4),
                      "well_formed_after": after["well_formed"],
                      "correct_among_well_formed": [round(before["solve_rate_well_formed"], 3),
@@ -62,27 +98,72 @@ def seed_rows(report: dict, step: int) -> dict[str, dict]:
     return rows
 
 
+def summarize(reports: list[dict], step: int | None = None) -> dict:
+    """The JSON line's content for ``reports`` at ``step`` (default: the last common one)."""
+    steps = set.intersection(*({row["step"] for arm in r["arms"].values() for row in arm["curve"]}
+                               for r in reports))
+    step = step if step is not None else max(steps)
+    per_run = [run_rows(report, step) for report in reports]
+    arms = sorted(set().union(*per_run))
+    result = {"benchmark": "learning_curve_seeds", "step": step,
+              "seeds": [r["seed"] for r in reports], "arms": {}}
+    for arm in arms:
+        rows = [rows[arm] for rows in per_run if arm in rows]
+        result["arms"][arm] = {"per_seed": rows,
+                               "gain": seed_interval([row["gain"] for row in rows]),
+                               "after": seed_interval([row["after"] for row in rows])}
+    both = [rows for rows in per_run if {"crsp", "grpo"} <= set(rows)]
+    if both:
+        result["crsp_minus_grpo"] = seed_interval(
+            [rows["crsp"]["after"] - rows["grpo"]["after"] for rows in both])
+    if {"crsp", "grpo"} <= set(arms):
+        result["crsp_minus_grpo_welch"] = welch_interval(
+            *([row["after"] for row in result["arms"][arm]["per_seed"]]
+              for arm in ("crsp", "grpo")))
+    return result
+
+
+def mean_curve(curves: list[list[dict]]) -> list[CurvePoint]:
+    """One arm's curve averaged over its runs, the bands the t-interval over runs.
+
+    Only the steps every run evaluated are kept; one run is returned as it is.
+    """
+    if len(curves) == 1:
+        return [CurvePoint(**{**row, "solve_rate_ci": tuple(row["solve_rate_ci"]),
+                              "well_formed_ci": tuple(row["well_formed_ci"])})
+                for row in curves[0]]
+    steps = sorted(set.intersection(*({row["step"] for row in curve} for curve in curves)))
+    points = []
+    for step in steps:
+        rows = [point_at(curve, step) for curve in curves]
+        solve, formed = (seed_interval([row[key] for row in rows])
+                         for key in ("solve_rate", "well_formed"))
+        points.append(CurvePoint(
+            step=step, samples=rows[0]["samples"], solve_rate=solve["mean"],
+            solve_rate_ci=tuple(solve["ci95"]), well_formed=formed["mean"],
+            well_formed_ci=tuple(formed["ci95"]),
+            solve_rate_well_formed=statistics.fmean(r["solve_rate_well_formed"] for r in rows),
+            tasks=rows[0]["tasks"]))
+    return points
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("reports", nargs="+", type=Path, help="learning_curve.json files")
     parser.add_argument("--step", type=int, default=None,
                         help="the step compared with step 0 (default: the last common one)")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help="PNG of every arm's mean curve over its runs")
     args = parser.parse_args(argv)
     reports = [json.loads(path.read_text(encoding="utf-8")) for path in args.reports]
-    steps = set.intersection(*({row["step"] for arm in r["arms"].values() for row in arm["curve"]}
-                               for r in reports))
-    step = args.step if args.step is not None else max(steps)
-    per_seed = [seed_rows(report, step) for report in reports]
-    arms = sorted(set.intersection(*(set(rows) for rows in per_seed)))
-    result = {"benchmark": "learning_curve_seeds", "step": step,
-              "seeds": [r["seed"] for r in reports], "arms": {}}
-    for arm in arms:
-        rows = [rows[arm] for rows in per_seed]
-        result["arms"][arm] = {"per_seed": rows,
-                               "gain": seed_interval([row["gain"] for row in rows])}
-    if {"crsp", "grpo"} <= set(arms):
-        result["crsp_minus_grpo"] = seed_interval(
-            [rows["crsp"]["after"] - rows["grpo"]["after"] for rows in per_seed])
+    result = summarize(reports, args.step)
+    if args.figure:
+        runs = {arm: [r["arms"][arm]["curve"] for r in reports if arm in r["arms"]]
+                for arm in result["arms"]}
+        save_curve_figure({f"{arm} (mean of {len(curves)} runs)": mean_curve(curves)
+                           for arm, curves in runs.items()}, args.figure,
+                          title="bands: 95% t-interval over training runs")
+        result["figure"] = str(args.figure)
     print(json.dumps(result))
     return 0
 

@@ -7,7 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_curve import ScheduledTasks, training_schedule
+from benchmarks.learning_curve import (
+    ScheduledTasks,
+    arm_settings,
+    parse_args,
+    sampling_seed,
+    training_schedule,
+)
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
 from crsp_ops.crsp.tasks.task_types import MathTask, TaskType
 
@@ -33,3 +39,11 @@ def test_math_draws_follow_the_schedule_other_types_the_trainer():
     assert buffers.sample(TaskType.MATH, 1, rng) == [TASKS[2]]
     with pytest.raises(RuntimeError, match="0 math tasks left"):
         buffers.sample(TaskType.MATH, 1, rng)
+
+
+def test_the_sampling_seed_reaches_the_trainer_and_leaves_the_tasks_to_seed():
+    args = parse_args(["--model", "m", "--seed", "2", "--sampling-seed", "102"])
+    assert sampling_seed(args) == 102
+    assert arm_settings(args, "crsp", sampling_seed(args)).crsp.seed == 102
+    assert arm_settings(args, "crsp").crsp.seed == 2  # the edge tasks are drawn with --seed
+    assert sampling_seed(parse_args(["--model", "m", "--seed", "2"])) == 2

@@ -1,12 +1,13 @@
-"""benchmarks/learning_curve_seeds.py on hand-made learning-curve reports of three seeds."""
+"""benchmarks/learning_curve_seeds.py on hand-made learning-curve reports of several runs."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from scipy import stats
 
-from benchmarks.learning_curve_seeds import main, seed_interval
+from benchmarks.learning_curve_seeds import main, mean_curve, seed_interval, welch_interval
 
 
 def _report(seed: int, crsp: tuple[float, float], grpo: tuple[float, float]) -> dict:
@@ -45,3 +46,62 @@ def test_gains_per_seed_and_their_t_interval(tmp_path, capsys):
 
 def test_one_seed_has_no_interval():
     assert seed_interval([0.25]) == {"mean": 0.25, "ci95": [None, None], "seeds": 1}
+
+
+def test_sampling_seed_runs_with_an_arm_run_alone_get_a_welch_interval(tmp_path, capsys):
+    """Runs on one schedule that differ only in sampling: arms compared by their means."""
+    both = {**_report(2, (0.24, 0.49), (0.24, 0.625))}
+    grpo_alone = {**_report(2, (0.24, 0.0), (0.24, 0.465)), "sampling_seed": 102}
+    del grpo_alone["arms"]["crsp"]
+    crsp_alone = {**_report(2, (0.24, 0.52), (0.24, 0.0)), "sampling_seed": 202}
+    del crsp_alone["arms"]["grpo"]
+    paths = []
+    for name, report in [("s2", both), ("g102", grpo_alone), ("c202", crsp_alone)]:
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(report))
+    assert main([str(p) for p in paths]) == 0
+    out = json.loads(capsys.readouterr().out)
+    crsp, grpo = out["arms"]["crsp"], out["arms"]["grpo"]
+    assert [r["sampling_seed"] for r in crsp["per_seed"]] == [2, 202]
+    assert [r["sampling_seed"] for r in grpo["per_seed"]] == [2, 102]
+    assert crsp["after"]["mean"] == pytest.approx(0.505)
+    assert grpo["after"]["mean"] == pytest.approx(0.545)
+    assert out["crsp_minus_grpo"]["mean"] == pytest.approx(0.49 - 0.625)  # the one pair
+    welch = out["crsp_minus_grpo_welch"]
+    expected = stats.ttest_ind([0.49, 0.52], [0.625, 0.465], equal_var=False)
+    assert welch["diff"] == pytest.approx(-0.04) and welch["runs"] == [2, 2]
+    low, high = expected.confidence_interval()
+    assert welch["ci95"] == [pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4)]
+
+
+def test_the_welch_interval_needs_two_runs_per_arm():
+    assert welch_interval([0.5], [0.4, 0.6])["ci95"] == [None, None]
+    assert welch_interval([0.5, 0.5], [0.4, 0.4]) == {"diff": 0.1, "ci95": [0.1, 0.1],
+                                                      "runs": [2, 2]}
+
+
+def _rows(*rates: float) -> list[dict]:
+    return [{"step": step, "samples": 32 * step, "solve_rate": rate,
+             "solve_rate_ci": [rate - 0.05, rate + 0.05], "well_formed": 1.0,
+             "well_formed_ci": [1.0, 1.0], "solve_rate_well_formed": rate, "tasks": 200}
+            for step, rate in zip((0, 4, 8), rates, strict=True)]
+
+
+def test_the_mean_curve_keeps_common_steps_and_bands_over_runs(tmp_path, capsys):
+    runs = [_rows(0.2, 0.3, 0.4), _rows(0.2, 0.35, 0.5), _rows(0.2, 0.4, 0.6)[::2]]
+    points = mean_curve(runs)
+    assert [p.step for p in points] == [0, 8] and points[1].samples == 256
+    assert points[0].solve_rate_ci == (0.2, 0.2)  # the same base in every run
+    assert points[1].solve_rate == pytest.approx(0.5)
+    assert points[1].solve_rate_ci == (pytest.approx(0.2516, abs=1e-4),
+                                       pytest.approx(0.7484, abs=1e-4))
+    assert mean_curve(runs[:1])[1].solve_rate_ci == (0.25, 0.35)  # one run: its own band
+    paths = []
+    for index, curve in enumerate(runs):
+        paths.append(tmp_path / f"run{index}.json")
+        paths[-1].write_text(json.dumps({"seed": 2, "sampling_seed": index,
+                                         "arms": {"crsp": {"curve": curve}}}))
+    figure = tmp_path / "runs.png"
+    assert main([*map(str, paths), "--figure", str(figure)]) == 0
+    assert json.loads(capsys.readouterr().out)["figure"] == str(figure)
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
