@@ -85,10 +85,12 @@ def test_propose_conversation_and_its_worked_example_is_a_valid_proposal(executo
 
 def test_critique_and_grader_conversations_and_their_worked_examples_parse():
     messages = critique_messages("TASK-TEXT", "SOLUTION-TEXT")
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant"]
-    assert "TASK-TEXT" in messages[3]["content"] and "SOLUTION-TEXT" in messages[3]["content"]
+    assert [m["role"] for m in messages] == ["system", *["user", "assistant"] * 3]
+    assert "TASK-TEXT" in messages[-2]["content"] and "SOLUTION-TEXT" in messages[-2]["content"]
     assert messages[-1] == {"role": "assistant", "content": CRITIQUE_PREFILL}
-    assert parse_critique(messages[2]["content"]).well_formed
+    worked = [parse_critique(m["content"]) for m in messages[2:-1:2]]
+    assert all(c.well_formed for c in worked)
+    assert [c.verdict for c in worked] == [False, True]  # one worked critique of each verdict
     grading = creativity_grading_messages("tried two ways")
     assert "tried two ways" in grading[3]["content"] and grading[2]["content"].startswith("{")
     assert grading[-1] == {"role": "assistant", "content": GRADING_PREFILL}
@@ -126,7 +128,7 @@ def test_critique_sees_the_task_without_the_solvers_response_format():
     task = MathTask("What is 2 + 2?", "", "4")
     assert task_statement(task) == "What is 2 + 2?"
     assert solve_prompt(task).startswith(task_statement(task)) and "<answer>" in solve_prompt(task)
-    assert "<answer> and </answer>" not in critique_messages(task_statement(task), "s")[3]["content"]
+    assert "<answer> and </answer>" not in critique_messages(task_statement(task), "s")[-2]["content"]
 
 
 # What a model writes after the scaffold's prefill: the program's body on, then an input block.

@@ -6,12 +6,16 @@ grading prompt is our own wording of the seed's four dimensions and, as in RLSP,
 effort of the search, not whether it reached the right answer.
 
 Both conversations are built like the solver's (``tasks.prompts``) so that a small
-instruction-tuned model hits the format: the format in the system message, one short worked
-example (a user turn and the assistant's reply in the format), the real request, and the
+instruction-tuned model hits the format: the format in the system message, short worked
+examples (a user turn and the assistant's reply in the format), the real request, and the
 assistant turn already opened (critique: ``<think>``; grader: ``{"grade": ``), a prefill the
 backends continue. :func:`critique_response` and :func:`grading_response` put the prefill back
-before parsing. The critique example judges a wrong solution, the common case for a small
-model's solutions.
+before parsing. The critique has two worked examples, a wrong solution judged incorrect and a
+right one judged correct, each with its check on lines of its own between ``<think>`` and
+``</think>``. On 96 step-0 critiques by SmolLM2-135M-Instruct (4 seeds, budget 64,
+``benchmarks/crsp_role_format.py --roles critique``) the old single example on one line gave 39
+well-formed, with "incorrect" in 35 of 42 verdicts; two examples on one line 46; this layout 53.
+The miss it cuts is a verdict line written before ``</think>`` (25 of 96, now 6).
 """
 
 from __future__ import annotations
@@ -58,10 +62,15 @@ depth, creativity, persistence and rigor; effort, not correctness):
 
 CRITIQUE_PREFILL = "<think>"  # the critique's turn starts inside the thinking block
 GRADING_PREFILL = '{"grade": '  # the grader's reply starts inside its JSON object
-_EXAMPLE_TASK = "What is 6 times 7?"
-_EXAMPLE_SOLUTION = "<think>6 times 7 is 48.</think><answer>48</answer>"
-_EXAMPLE_CRITIQUE = ('<think>6 times 7 is 42, not 48.</think>\nVerdict: incorrect\n'
-                     '{"grade": 0.2, "rationale": "One step, never checked."}')
+# Two worked critiques, one of each verdict, the check on its own lines (see the docstring).
+_EXAMPLES = (
+    ("What is 6 times 7?", "<think>6 times 7 is 48.</think><answer>48</answer>",
+     '<think>\n6 times 7 is 42, not 48.\n</think>\nVerdict: incorrect\n'
+     '{"grade": 0.2, "rationale": "One step, never checked."}'),
+    ("What is 9 minus 4?", "<think>9 minus 4: count down 4 from 9, 5.</think><answer>5</answer>",
+     '<think>\n9 - 4 = 5, the same.\n</think>\nVerdict: correct\n'
+     '{"grade": 0.4, "rationale": "Counted down and got it."}'),
+)
 # Ends the critique's user turn: without it a small model answers the task instead of judging.
 _REVIEW_REQUEST = ("Judge this solution: <think>short check</think>, then the Verdict line "
                    "and the JSON grade.")
@@ -127,16 +136,19 @@ def critique_messages(task_prompt: str, solution: str) -> list[Message]:
         solution: the solver's full response.
 
     Returns:
-        The critique instructions (system), one worked critique, the pair to judge, and the
-        ``<think>`` prefill.
+        The critique instructions (system), two worked critiques (one of each verdict), the
+        pair to judge, and the ``<think>`` prefill.
 
     >>> [m["role"] for m in critique_messages("1+1?", "<think>1+1</think><answer>2</answer>")]
-    ['system', 'user', 'assistant', 'user', 'assistant']
+    ['system', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']
     """
+    examples: list[Message] = []
+    for example_task, example_solution, example_critique in _EXAMPLES:
+        examples += [{"role": "user", "content": _pair(example_task, example_solution)},
+                     {"role": "assistant", "content": example_critique}]
     return [
         {"role": "system", "content": CRITIQUE_ROLE_PROMPT},
-        {"role": "user", "content": _pair(_EXAMPLE_TASK, _EXAMPLE_SOLUTION)},
-        {"role": "assistant", "content": _EXAMPLE_CRITIQUE},
+        *examples,
         {"role": "user", "content": _pair(task_prompt, solution)},
         {"role": "assistant", "content": CRITIQUE_PREFILL},
     ]
