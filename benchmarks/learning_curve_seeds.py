@@ -18,9 +18,15 @@ arms, CRSP − GRPO at that step two ways:
   run alone.
 
     python benchmarks/learning_curve_seeds.py /tmp/lc/seed1/learning_curve.json \
-        /tmp/lc/seed2/learning_curve.json [--step 8] [--figure /tmp/lc/runs.png]
+        /tmp/lc/seed2/learning_curve.json [--step 8] [--figure /tmp/lc/runs.png] \
+        [--prior-summary benchmarks/results/learning_curve_smollm2.json]
 
-``--figure`` draws every arm's mean curve over its runs (the steps all its runs evaluated),
+``--prior-summary`` adds the runs of an earlier JSON line of this script (the curve files it
+read need not exist any more), so runs measured over several sessions add up; a run that a
+report also holds is taken from the report. ``benchmarks/results/learning_curve_smollm2.json``
+holds the SmolLM2 runs quoted in ``benchmarks/RESULTS.md``: given alone, it prints their summary.
+
+``--figure`` draws every arm's mean curve over the reports' runs (the steps all of them evaluated),
 with the 95% t-interval over runs as the band (an arm with one run keeps its held-out band).
 
 The intervals are over runs, so they widen with few of them (t = 12.7 for 2 runs, 4.3 for 3).
@@ -98,20 +104,75 @@ def run_rows(report: dict, step: int) -> dict[str, dict]:
     return rows
 
 
-def summarize(reports: list[dict], step: int | None = None) -> dict:
-    """The JSON line's content for ``reports`` at ``step`` (default: the last common one)."""
+RunKey = tuple[int, int]
+
+
+def report_runs(reports: list[dict], step: int) -> dict[RunKey, dict[str, dict]]:
+    """Each report's per-arm rows at ``step``, keyed by (seed, sampling seed)."""
+    runs: dict[RunKey, dict[str, dict]] = {}
+    for report in reports:
+        rows = run_rows(report, step)
+        key = next((row["seed"], row["sampling_seed"]) for row in rows.values())
+        runs.setdefault(key, {}).update(rows)
+    return runs
+
+
+def prior_runs(summary: dict, step: int) -> dict[RunKey, dict[str, dict]]:
+    """The per-run rows of an earlier ``learning_curve_seeds`` line, keyed like ``report_runs``.
+
+    Its curve files may be gone; its rows are all a summary needs. It must be at ``step``.
+    """
+    if summary["step"] != step:
+        raise ValueError(f"the prior summary compares step {summary['step']}, "
+                         f"these runs step {step}: pass --step {summary['step']}")
+    runs: dict[RunKey, dict[str, dict]] = {}
+    for arm, arm_summary in summary["arms"].items():
+        for row in arm_summary["per_seed"]:
+            runs.setdefault((row["seed"], row["sampling_seed"]), {})[arm] = row
+    return runs
+
+
+def common_step(reports: list[dict]) -> int:
+    """The last step that every report evaluated."""
     steps = set.intersection(*({row["step"] for arm in r["arms"].values() for row in arm["curve"]}
                                for r in reports))
-    step = step if step is not None else max(steps)
-    per_run = [run_rows(report, step) for report in reports]
+    if not steps:
+        raise ValueError("the reports share no evaluated step")
+    return max(steps)
+
+
+def summarize(reports: list[dict], step: int | None = None,
+              priors: tuple[dict, ...] = ()) -> dict:
+    """The JSON line's content for ``reports`` and earlier summaries' runs at ``step``.
+
+    ``step`` defaults to the last step every report evaluated, else the priors' step. A run
+    (seed, sampling seed, arm) that a report holds is taken from the report, not a prior.
+    """
+    for prior in priors:
+        if prior.get("benchmark") != "learning_curve_seeds":
+            raise ValueError("a prior summary is a learning_curve_seeds JSON line "
+                             f"(got benchmark={prior.get('benchmark')!r})")
+    if step is None:
+        step = common_step(reports) if reports else priors[0]["step"]
+    runs: dict[RunKey, dict[str, dict]] = {}
+    for prior in priors:
+        for key, rows in prior_runs(prior, step).items():
+            runs.setdefault(key, {}).update(rows)
+    for key, rows in report_runs(reports, step).items():
+        runs.setdefault(key, {}).update(rows)
+    per_run = list(runs.values())
     arms = sorted(set().union(*per_run))
     result = {"benchmark": "learning_curve_seeds", "step": step,
-              "seeds": [r["seed"] for r in reports], "arms": {}}
+              "seeds": [seed for seed, _ in runs], "runs": [list(key) for key in runs],
+              "arms": {}}
     for arm in arms:
         rows = [rows[arm] for rows in per_run if arm in rows]
+        after = [row["after"] for row in rows]
         result["arms"][arm] = {"per_seed": rows,
                                "gain": seed_interval([row["gain"] for row in rows]),
-                               "after": seed_interval([row["after"] for row in rows])}
+                               "after": seed_interval(after),
+                               "sd_after": round(statistics.stdev(after), 4)
+                               if len(after) > 1 else None}
     both = [rows for rows in per_run if {"crsp", "grpo"} <= set(rows)]
     if both:
         result["crsp_minus_grpo"] = seed_interval(
@@ -149,19 +210,27 @@ def mean_curve(curves: list[list[dict]]) -> list[CurvePoint]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("reports", nargs="+", type=Path, help="learning_curve.json files")
+    parser.add_argument("reports", nargs="*", type=Path, help="learning_curve.json files")
+    parser.add_argument("--prior-summary", type=Path, action="append", default=[],
+                        help="a file holding an earlier JSON line of this script: its runs join "
+                             "the reports' (repeatable)")
     parser.add_argument("--step", type=int, default=None,
                         help="the step compared with step 0 (default: the last common one)")
     parser.add_argument("--figure", type=Path, default=None,
-                        help="PNG of every arm's mean curve over its runs")
+                        help="PNG of every arm's mean curve over its runs (reports only)")
     args = parser.parse_args(argv)
+    if not args.reports and not args.prior_summary:
+        parser.error("give learning_curve.json files, --prior-summary files, or both")
     reports = [json.loads(path.read_text(encoding="utf-8")) for path in args.reports]
-    result = summarize(reports, args.step)
+    priors = tuple(json.loads(path.read_text(encoding="utf-8")) for path in args.prior_summary)
+    result = summarize(reports, args.step, priors)
     if args.figure:
+        if not reports:
+            parser.error("--figure draws the reports' curves: give learning_curve.json files")
         runs = {arm: [r["arms"][arm]["curve"] for r in reports if arm in r["arms"]]
-                for arm in result["arms"]}
+                for arm in {arm for r in reports for arm in r["arms"]}}
         save_curve_figure({f"{arm} (mean of {len(curves)} runs)": mean_curve(curves)
-                           for arm, curves in runs.items()}, args.figure,
+                           for arm, curves in sorted(runs.items())}, args.figure,
                           title="bands: 95% t-interval over training runs")
         result["figure"] = str(args.figure)
     print(json.dumps(result))

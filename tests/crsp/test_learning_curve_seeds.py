@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from scipy import stats
@@ -105,3 +106,52 @@ def test_the_mean_curve_keeps_common_steps_and_bands_over_runs(tmp_path, capsys)
     assert main([*map(str, paths), "--figure", str(figure)]) == 0
     assert json.loads(capsys.readouterr().out)["figure"] == str(figure)
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_prior_summary_adds_its_runs_and_a_report_replaces_its_own(tmp_path, capsys):
+    """Runs of an earlier session, whose curve files are gone, join the new reports."""
+    first = [tmp_path / "s0.json", tmp_path / "s1.json"]
+    for path, (seed, crsp, grpo) in zip(first, [(0, (0.2, 0.4), (0.2, 0.35)),
+                                                (1, (0.3, 0.4), (0.3, 0.4))], strict=True):
+        path.write_text(json.dumps(_report(seed, crsp, grpo)))
+    assert main([str(p) for p in first]) == 0
+    prior = tmp_path / "prior.json"
+    prior.write_text(capsys.readouterr().out)
+    rerun = tmp_path / "s1_rerun.json"  # seed 1 again, now with other results
+    rerun.write_text(json.dumps(_report(1, (0.3, 0.5), (0.3, 0.3))))
+    third = tmp_path / "s2.json"
+    third.write_text(json.dumps(_report(2, (0.25, 0.55), (0.25, 0.45))))
+    assert main([str(rerun), str(third), "--prior-summary", str(prior)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seeds"] == [0, 1, 2]
+    assert [row["after"] for row in out["arms"]["crsp"]["per_seed"]] == [0.4, 0.5, 0.55]
+    assert [row["after"] for row in out["arms"]["grpo"]["per_seed"]] == [0.35, 0.3, 0.45]
+    assert out["crsp_minus_grpo"]["mean"] == pytest.approx((0.05 + 0.2 + 0.1) / 3, abs=1e-4)
+    assert out["arms"]["grpo"]["sd_after"] == pytest.approx(0.0764, abs=1e-4)
+    assert main(["--prior-summary", str(prior)]) == 0  # alone: the earlier line again
+    again = json.loads(capsys.readouterr().out)
+    assert again["arms"] == json.loads(prior.read_text())["arms"]
+    with pytest.raises(ValueError, match="compares step 8.*--step 8"):
+        main([str(third), "--step", "4", "--prior-summary", str(prior)])
+    rerun.write_text(json.dumps({"benchmark": "learning_curve", "arms": {}}))
+    with pytest.raises(ValueError, match="learning_curve_seeds JSON line"):
+        main(["--prior-summary", str(rerun)])
+
+
+def test_the_committed_smollm2_runs_give_the_quoted_summary(capsys):
+    """benchmarks/results/learning_curve_smollm2.json reproduces RESULTS.md's eight-run line."""
+    runs = Path(__file__).parents[2] / "benchmarks" / "results" / "learning_curve_smollm2.json"
+    assert main(["--prior-summary", str(runs)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    crsp, grpo = out["arms"]["crsp"], out["arms"]["grpo"]
+    assert crsp["after"] == {"mean": 0.4988, "ci95": [0.4627, 0.5348], "seeds": 8}
+    assert grpo["after"] == {"mean": 0.5, "ci95": [0.4162, 0.5838], "seeds": 8}
+    assert crsp["gain"]["ci95"] == [0.2227, 0.2948]
+    assert out["crsp_minus_grpo_welch"] == {"diff": -0.0012, "ci95": [-0.0878, 0.0853],
+                                            "runs": [8, 8]}
+
+
+def test_no_reports_and_no_prior_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        main([])
+    assert "give learning_curve.json files" in capsys.readouterr().err
