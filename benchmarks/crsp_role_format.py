@@ -5,7 +5,8 @@ conversations with their prefills, the in-process backend, the sandbox, the pars
 creativity grader when ``reward.creativity_enabled``) at the trainer's step 0 and prints one
 JSON line: per role the well-formed count and share with a 95% bootstrap interval, the mean
 response tokens, finish reasons and the first few malformed responses (as generated, after the
-prefill); for propose also the valid share, for critique the grader's format failures.
+prefill); for propose also the valid share and the commonest reasons a
+well-formed proposal was not valid, for critique the grader's format failures.
 
     python benchmarks/crsp_role_format.py --model /tmp/smollm2 --proposals 24 \
         --solve-samples 2 --critiques-per-task 2 --set train.temperature=0.7 \
@@ -45,6 +46,18 @@ from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
+
+
+def invalid_reasons(checks, top: int = 6) -> dict[str, int]:
+    """The commonest reasons (first 80 characters) that well-formed proposals were not valid.
+
+    >>> from crsp_ops.crsp.tasks.proposals import ProposalCheck
+    >>> invalid_reasons([ProposalCheck(True, None, "error: TypeError: x"),
+    ...                  ProposalCheck(False, None, "format not followed")] * 2)
+    {'error: TypeError: x': 2}
+    """
+    return dict(Counter(c.detail[:80] for c in checks if c.well_formed and not c.valid)
+                .most_common(top))
 
 
 def share_summary(flags: list[bool], completions, elapsed: float, show: int) -> dict:
@@ -115,6 +128,7 @@ def main() -> None:
                                 time.perf_counter() - started, args.show)
         dump(args.dump, "propose", completions, [c.well_formed for c in checks])
         summary["valid"] = sum(c.valid for c in checks)
+        summary["invalid_details"] = invalid_reasons(checks)
         summary["task_types"] = dict(Counter(t.value for t in types))
         result["roles"]["propose"] = summary
     if {"solve", "critique"} & set(args.roles):
