@@ -155,3 +155,16 @@ def test_no_reports_and_no_prior_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
         main([])
     assert "give learning_curve.json files" in capsys.readouterr().err
+
+
+def test_the_committed_temperature_half_runs_give_the_quoted_summary(capsys):
+    """The four runs per arm at temperature 0.5 (benchmarks/RESULTS.md, fourth session)."""
+    runs = sorted((Path(__file__).parents[2] / "benchmarks" / "results"
+                   / "learning_curve_smollm2_t05").glob("s*.json"))
+    assert len(runs) == 4
+    assert main([str(path) for path in runs]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arms"]["crsp"]["after"] == {"mean": 0.5737, "ci95": [0.4885, 0.659], "seeds": 4}
+    assert out["arms"]["grpo"]["after"] == {"mean": 0.4463, "ci95": [0.3222, 0.5703], "seeds": 4}
+    assert out["crsp_minus_grpo_welch"] == {"diff": 0.1275, "ci95": [0.0081, 0.2469],
+                                            "runs": [4, 4]}
