@@ -199,7 +199,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
     """
     settings = arm_settings(args, arm, sampling_seed(args))
     model, tokenizer = load_causal_lm(args.model)
-    evaluations, step_times = [], []
+    evaluations, step_times, flat_shares = [], [], []
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
             settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out)
@@ -214,16 +214,18 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
                 metrics, _ = trainer.train_step()
                 trainer.step += 1
                 step_times.append(metrics["perf/step_time_s"])
+                flat_shares.append(round(metrics["solve/flat_task_share"], 3))
                 print(f"# {arm} step {trainer.step}: solve_rate "
                       f"{metrics.get('solve_rate/math', 0):.3f} "
                       f"format {metrics.get('format_ok/solve', 0):.2f} "
+                      f"flat tasks {flat_shares[-1]:.2f} "
                       f"{metrics['perf/step_time_s']:.0f} s", file=sys.stderr, flush=True)
                 if trainer.step % args.eval_every == 0 or trainer.step == args.steps:
                     evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer,
                                                      trainer.step, trainer.solve_samples))
         finally:
             trainer.close()
-    return {"evaluations": evaluations, "step_s": step_times}
+    return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares}
 
 
 def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
@@ -314,12 +316,18 @@ def paired(before: list[bool], after: list[bool]) -> dict:
 
 
 def arm_summary(result: dict) -> dict:
-    """Curve rows, the paired gain over the run, and the mean step time."""
+    """Curve rows, the paired gain, the mean step time and (CRSP arms) flat tasks per step.
+
+    A flat task's samples were all correct or all incorrect (``step_metrics.flat_task_share``).
+    """
     first, last = result["evaluations"][0], result["evaluations"][-1]
     steps = result["step_s"]
-    return {"curve": [e["point"].to_row() for e in result["evaluations"]],
-            "after_minus_before": paired(first["correct"], last["correct"]),
-            "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
+    summary = {"curve": [e["point"].to_row() for e in result["evaluations"]],
+               "after_minus_before": paired(first["correct"], last["correct"]),
+               "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
+    if "flat_task_share" in result:
+        summary["flat_task_share"] = result["flat_task_share"]
+    return summary
 
 
 def main(argv=None) -> int:

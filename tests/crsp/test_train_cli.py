@@ -124,6 +124,10 @@ def test_train_cli_logs_a_learning_curve_on_edge_tasks(project, tiny_model_dir, 
     families = {k for k in client.get_run(run_id).data.metrics if k.startswith("solve_rate/family/")}
     known = {"add", "subtract", "multiply", "add_subtract", "math"}  # math: the starter tasks
     assert families and families <= {f"solve_rate/family/{f}" for f in known}
+    flat = client.get_metric_history(run_id, "solve/flat_task_share")
+    solved = {m.step: m.value for m in client.get_metric_history(run_id, "solve_rate/math")}
+    assert len(flat) == STEPS and all(0.0 <= m.value <= 1.0 for m in flat)
+    assert all(m.value == 1.0 for m in flat if solved[m.step] == 0.0)  # nothing right: all flat
 
     curve = json.loads((out / "learning_curve.json").read_text())["points"]
     assert [p["step"] for p in curve] == [0, 1, 2]

@@ -43,6 +43,8 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
         metrics[f"solve_rate/{task_type}"] = _mean_std(solved)[0]
     for family, (hits, total) in family_solve_counts(episode).items():
         metrics[f"solve_rate/family/{family}"] = hits / total
+    metrics["solve/flat_task_share"] = flat_task_share(
+        [(s.example_id, s.passed) for s in episode.samples if s.role == "solve"])
     count = episode.counters.get("proposals/count", 0.0)
     metrics["proposals/valid_rate"] = episode.counters.get("proposals/valid", 0.0) / count \
         if count else 0.0
@@ -61,6 +63,27 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
         family[0] += int(sample.passed)
         family[1] += 1
     return {name: (hits, total) for name, (hits, total) in sorted(counts.items())}
+
+
+def flat_task_share(outcomes: Sequence[tuple[str, bool]]) -> float:
+    """The share of solved tasks whose samples were all correct or all incorrect.
+
+    ``outcomes`` are ``(example_id, correct)`` of solve samples, ids ``solve/<task>/<sample>``.
+    Such a task gives no correctness contrast within itself, so a per-task baseline (GRPO's,
+    ``train.advantage_baseline=task``) draws no correctness signal from it. Tasks with one
+    sample are left out; 0 when none has two.
+
+    >>> flat_task_share([("solve/0/0", True), ("solve/0/1", True), ("solve/1/0", False),
+    ...                  ("solve/1/1", True), ("solve/2/0", False), ("solve/2/1", False)])
+    0.6666666666666666
+    """
+    tasks: dict[str, list[bool]] = {}
+    for example_id, correct in outcomes:
+        tasks.setdefault(example_id.rpartition("/")[0], []).append(correct)
+    groups = [results for results in tasks.values() if len(results) > 1]
+    if not groups:
+        return 0.0
+    return sum(all(g) or not any(g) for g in groups) / len(groups)
 
 
 def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
