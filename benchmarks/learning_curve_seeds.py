@@ -155,11 +155,9 @@ def summarize(reports: list[dict], step: int | None = None,
     if step is None:
         step = common_step(reports) if reports else priors[0]["step"]
     runs: dict[RunKey, dict[str, dict]] = {}
-    for prior in priors:
-        for key, rows in prior_runs(prior, step).items():
+    for source in [*(prior_runs(prior, step) for prior in priors), report_runs(reports, step)]:
+        for key, rows in source.items():  # reports last: their runs replace the priors'
             runs.setdefault(key, {}).update(rows)
-    for key, rows in report_runs(reports, step).items():
-        runs.setdefault(key, {}).update(rows)
     per_run = list(runs.values())
     arms = sorted(set().union(*per_run))
     result = {"benchmark": "learning_curve_seeds", "step": step,

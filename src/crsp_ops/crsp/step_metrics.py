@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from crsp_ops.config.selfplay_config import ROLES
@@ -44,7 +44,7 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
     for family, (hits, total) in family_solve_counts(episode).items():
         metrics[f"solve_rate/family/{family}"] = hits / total
     metrics["solve/flat_task_share"] = flat_task_share(
-        [(s.example_id, s.passed) for s in episode.samples if s.role == "solve"])
+        [(s.info["task_index"], s.passed) for s in episode.samples if s.role == "solve"])
     count = episode.counters.get("proposals/count", 0.0)
     metrics["proposals/valid_rate"] = episode.counters.get("proposals/valid", 0.0) / count \
         if count else 0.0
@@ -65,21 +65,21 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
     return {name: (hits, total) for name, (hits, total) in sorted(counts.items())}
 
 
-def flat_task_share(outcomes: Sequence[tuple[str, bool]]) -> float:
+def flat_task_share(outcomes: Sequence[tuple[Hashable, bool]]) -> float:
     """The share of solved tasks whose samples were all correct or all incorrect.
 
-    ``outcomes`` are ``(example_id, correct)`` of solve samples, ids ``solve/<task>/<sample>``.
-    Such a task gives no correctness contrast within itself, so a per-task baseline (GRPO's,
+    ``outcomes`` are ``(task, correct)`` of solve samples, the task as the trainer keys it
+    (``info["task_index"]``, the key of ``advantages.baseline_group``'s per-task groups). Such a
+    task gives no correctness contrast within itself, so a per-task baseline (GRPO's,
     ``train.advantage_baseline=task``) draws no correctness signal from it. Tasks with one
     sample are left out; 0 when none has two.
 
-    >>> flat_task_share([("solve/0/0", True), ("solve/0/1", True), ("solve/1/0", False),
-    ...                  ("solve/1/1", True), ("solve/2/0", False), ("solve/2/1", False)])
+    >>> flat_task_share([(0, True), (0, True), (1, False), (1, True), (2, False), (2, False)])
     0.6666666666666666
     """
-    tasks: dict[str, list[bool]] = {}
-    for example_id, correct in outcomes:
-        tasks.setdefault(example_id.rpartition("/")[0], []).append(correct)
+    tasks: dict[Hashable, list[bool]] = {}
+    for task, correct in outcomes:
+        tasks.setdefault(task, []).append(correct)
     groups = [results for results in tasks.values() if len(results) > 1]
     if not groups:
         return 0.0
