@@ -126,6 +126,24 @@ class TrainSettings:
     sample_table_interval: int
     server_reload_interval: int  # generation.backend=openai_server: restart on new weights
     mixed_precision: str  # "no" | "fp16" | "bf16"
+    # kconfig/train_scaling.kconfig (docs/scaling.md)
+    lora_rank: int  # 0: full fine-tuning
+    lora_alpha: float = bounded(0.0, 1e6, open_low=True)
+    lora_dropout: float = bounded(0.0, 0.999)
+    lora_target_modules: tuple[str, ...]  # ("all-linear",) or module names
+    lora_save_merged: bool
+    gradient_checkpointing: bool
+    ref_kl_coef: float = bounded(0.0, 100.0)
+    ref_kl_estimator: str  # "k1" | "k3"
+    ratio_clip_low: float = bounded(0.0, 0.999)  # 0: ratio_clip
+    ratio_clip_high: float = bounded(0.0, 100.0)  # 0: ratio_clip
+    loss_aggregation: str  # "token_mean" | "sequence_mean" | "constant_normalizer"
+    loss_constant_normalizer: int  # 0: the largest max_new_tokens_*
+    mask_truncated: bool
+    dynamic_sampling: bool
+    dynamic_sampling_max_rounds: int
+    lr_schedule: str  # "constant" | "linear" | "cosine"
+    lr_warmup_steps: int
 
     def __post_init__(self) -> None:
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:
@@ -136,6 +154,17 @@ class TrainSettings:
     def algorithm_name(self) -> str:
         """The name ``crsp.algorithms.get_algorithm`` knows (``trrpg`` or ``trr++``)."""
         return ALGORITHM_NAMES[self.algorithm]
+
+    @property
+    def ratio_clips(self) -> tuple[float, float]:
+        """``(low, high)`` epsilons of the advantage clip; ``0`` on a side: no clip there."""
+        return (self.ratio_clip_low or self.ratio_clip, self.ratio_clip_high or self.ratio_clip)
+
+    @property
+    def constant_normalizer(self) -> int:
+        """Tokens per response of ``loss_aggregation=constant_normalizer``."""
+        return self.loss_constant_normalizer or max(
+            self.max_new_tokens_propose, self.max_new_tokens_solve, self.max_new_tokens_critique)
 
     @property
     def betas(self) -> dict[str, float]:
