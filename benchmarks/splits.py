@@ -1,0 +1,78 @@
+"""The dev and test splits of the benchmarks that support claims, defined in one place.
+
+``dev`` holds the seeds and data every setting so far was chosen on (the 400 held-out
+FinanceBench questions of generator seed 0, sha256 01b4d1f4…; search seeds 0-2; the seed-2 task
+schedule of the learning curves). ``test`` holds seeds that were never used for a choice: another
+synthetic FinanceBench draw (so other held-out questions), other search seeds, another task
+schedule and held-out task set, other sampling seeds. Choose settings on ``dev``; make a claim once,
+on ``test``, by the run declared in ``benchmarks/claims/<name>.md`` before it ran.
+``tests/benchmarks/test_splits.py`` checks that the two are disjoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPLITS = ("dev", "test")
+
+
+@dataclass(frozen=True)
+class EvolveSplit:
+    """Data and search seeds of an evolve benchmark (``evolve_heldout.py``, ``proposers.py``).
+
+    ``financebench_seed`` seeds the synthetic generator and the pool/held-out split
+    (``financebench.seed``); ``search_seeds`` seed the minibatch draws and the samplers.
+    """
+
+    name: str
+    financebench_seed: int
+    search_seeds: tuple[int, ...]
+
+    def stage_overrides(self) -> list[str]:
+        """``--stage-set`` items that build this split's data.
+
+        >>> EVOLVE["test"].stage_overrides()
+        ['financebench.seed=4517']
+        """
+        return [f"financebench.seed={self.financebench_seed}"]
+
+
+@dataclass(frozen=True)
+class LearningCurveSplit:
+    """Task schedule and sampling seeds of ``learning_curve.py`` (``--seed``, ``--sampling-seed``).
+
+    The schedule seed draws the training tasks, their order and the held-out edge tasks
+    (``crsp.seed``; the held-out tasks from ``crsp.seed + 1_000_003``).
+    """
+
+    name: str
+    schedule_seed: int
+    sampling_seeds: tuple[int, ...]
+
+
+EVOLVE = {
+    "dev": EvolveSplit("dev", financebench_seed=0, search_seeds=(0, 1, 2)),
+    "test": EvolveSplit("test", financebench_seed=4517, search_seeds=(4511, 4512, 4513)),
+}
+LEARNING_CURVE = {
+    "dev": LearningCurveSplit("dev", schedule_seed=2,
+                              sampling_seeds=(2, 102, 202, 302, 402, 502, 602, 702)),
+    "test": LearningCurveSplit("test", schedule_seed=4521,
+                               sampling_seeds=(4531, 4532, 4533, 4534)),
+}
+# Seeds a dev run has used for a choice (the self-play arm's schedule 0, the proposers
+# benchmark's 0-2 included): no test seed may be one of them.
+DEV_SEEDS_USED = frozenset({0, 1, 2, 102, 202, 302, 402, 502, 602, 702})
+# The budget curve of the evolve benchmarks: iterations per search.
+BUDGET_CURVE = (8, 16, 32)
+
+
+def evolve_split(name: str) -> EvolveSplit:
+    """The evolve split called ``name``.
+
+    >>> evolve_split("dev").search_seeds
+    (0, 1, 2)
+    """
+    if name not in EVOLVE:
+        raise ValueError(f"unknown split {name!r}; use one of {list(SPLITS)}")
+    return EVOLVE[name]
