@@ -9,6 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
+from crsp_ops.errors import MissingInputError
+
 LIMO_DIR = Path("data/limo")
 FINANCEBENCH_DIR = Path("data/financebench")
 CONVERTED_MODEL_DIR = Path("models/converted")
@@ -29,7 +31,8 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     the working directory) holding a ``Kconfig`` file.
 
     Raises:
-        FileNotFoundError: when no such directory exists.
+        MissingInputError: when no such directory exists (a ``FileNotFoundError`` the CLI
+            prints as one line, exit code 2).
     """
     for variable in ("CRSP_OPS_ROOT", "DVC_ROOT"):
         value = os.environ.get(variable)
@@ -39,9 +42,9 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "Kconfig").is_file():
             return candidate
-    raise FileNotFoundError(
-        f"no Kconfig found in {here} or its parents: run crsp-ops inside a crsp_ops project "
-        "(or set CRSP_OPS_ROOT)"
+    raise MissingInputError(
+        f"not inside a crsp_ops project: no Kconfig file in {here} or its parents; run "
+        "crsp-ops in the project directory or set CRSP_OPS_ROOT to it"
     )
 
 

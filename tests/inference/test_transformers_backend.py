@@ -114,6 +114,21 @@ def test_length_limit(backend, conversations):
     assert len(completion.token_ids) == 3
 
 
+def test_budget_is_clipped_to_the_model_context(backend, conversations, monkeypatch, caplog):
+    """Prompt + max_new_tokens past max_position_embeddings: the budget shrinks (issue 43)."""
+    prompt = len(backend.generate(conversations[:1], SamplingParams(1, 0.0, 1.0))[0]
+                 .prompt_token_ids)
+    monkeypatch.setattr(backend.model.config, "max_position_embeddings", prompt + 2)
+    monkeypatch.setattr(backend, "_clip_warned", False)
+    with caplog.at_level("WARNING"):
+        (completion,) = backend.generate(conversations[:1], SamplingParams(40, 0.0, 1.0))
+    assert len(completion.token_ids) <= 2
+    assert "exceed the model's context" in caplog.text
+    monkeypatch.setattr(backend.model.config, "max_position_embeddings", prompt)
+    with pytest.raises(ValueError, match="leaves no room"):
+        backend.generate(conversations[:1], SamplingParams(4, 0.0, 1.0))
+
+
 def test_greedy_logprobs_match_a_teacher_forced_forward(backend, greedy):
     for completion in greedy:
         expected = teacher_forced_logprobs(

@@ -118,6 +118,7 @@ class TransformersBackend(GenerationBackend):
             raise ValueError("no stop token ids: the tokenizer and generation config define no EOS")
         pad_id = tokenizer.pad_token_id
         self.pad_id = int(pad_id) if pad_id is not None else self.stop_ids[0]
+        self._clip_warned = False  # the context clip is logged once per backend
 
     @classmethod
     def from_pretrained(
@@ -206,7 +207,7 @@ class TransformersBackend(GenerationBackend):
         if not params.greedy and params.top_p < 1.0:
             warpers.append(TopPLogitsWarper(params.top_p))
         config = GenerationConfig(
-            max_new_tokens=params.max_new_tokens,
+            max_new_tokens=self._token_budget(width, params.max_new_tokens),
             eos_token_id=list(self.stop_ids),
             pad_token_id=self.pad_id,
             return_dict_in_generate=True,
@@ -230,6 +231,31 @@ class TransformersBackend(GenerationBackend):
                              processed_logprobs[row], params)
             for row, prompt in enumerate(prompts)
         ]
+
+    def _token_budget(self, prompt_width: int, max_new_tokens: int) -> int:
+        """``max_new_tokens``, clipped so prompt + response fit the model's context.
+
+        A model asked past ``max_position_embeddings`` generates from positions it never saw
+        (transformers only warns); the budget shrinks instead, and the response ends with
+        ``finish_reason="length"``.
+
+        Raises:
+            ValueError: the prompt alone leaves no room for one token.
+        """
+        context = getattr(self.model.config, "max_position_embeddings", None)
+        if context is None or prompt_width + max_new_tokens <= context:
+            return max_new_tokens
+        budget = context - prompt_width
+        if budget < 1:
+            raise ValueError(f"a prompt of {prompt_width} tokens leaves no room in the model's "
+                             f"context of {context} tokens: shorten the prompt")
+        if not self._clip_warned:
+            self._clip_warned = True
+            logger.warning("prompt of %d tokens + max_new_tokens %d exceed the model's context "
+                           "(%d): generating at most %d tokens (lower the max_new_tokens "
+                           "setting to silence this)", prompt_width, max_new_tokens, context,
+                           budget)
+        return budget
 
     def _completion(
         self,
