@@ -162,7 +162,7 @@ def test_resume_refuses_another_proposer(tmp_path):
 
 def optuna_proposer(path, seed=0):
     study = open_study(storage=f"sqlite:///{path / 'optuna.db'}", study_name="s",
-                       sampler=make_sampler("tpe", seed),
+                       sampler=make_sampler("tpe", seed, budget=8),
                        first_params={param_name(cid): v for cid, v in INITIAL.items()})
     return OptunaProposer(study, search_ranges(INITIAL, low=-2, high=2, overrides={}))
 
@@ -210,7 +210,7 @@ def test_two_optuna_proposers_interleaved_share_one_study_and_budget(tmp_path):
     ranges = search_ranges(INITIAL, low=-2, high=2, overrides={})
     workers = [
         OptunaProposer(open_study(storage=f"sqlite:///{tmp_path / 'optuna.db'}", study_name="s",
-                                  sampler=make_sampler("tpe", seed), first_params=first),
+                                  sampler=make_sampler("tpe", seed, budget=8), first_params=first),
                        ranges, n_trials=5, trial_attrs={"worker": str(seed)})
         for seed in (0, 1)
     ]
@@ -237,7 +237,7 @@ def test_two_optuna_proposers_interleaved_share_one_study_and_budget(tmp_path):
             assert trial.params == {param_name(c): v for c, v in deltas.items()}
             assert trial.value == _evidence(deltas, 0).scores["composite_score"]
     late = OptunaProposer(open_study(storage=f"sqlite:///{tmp_path / 'optuna.db'}",
-                                     study_name="s", sampler=make_sampler("tpe", 2)),
+                                     study_name="s", sampler=make_sampler("tpe", 2, budget=8)),
                           ranges, n_trials=5)
     assert late.begin(INITIAL) is None  # the budget is spent: nothing to evaluate
 

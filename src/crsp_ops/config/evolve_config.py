@@ -126,7 +126,7 @@ class ReflectorSettings:
 class OptunaSettings:
     """The ``optuna`` section: the Optuna baseline proposer."""
 
-    sampler: str  # "tpe" | "random"
+    sampler: str  # "tpe" | "cmaes" | "random"
     seed: int
     delta_low: float = bounded(-1000.0, 1000.0)
     delta_high: float = bounded(-1000.0, 1000.0)

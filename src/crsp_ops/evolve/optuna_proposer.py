@@ -13,12 +13,21 @@ budget is told FAIL at once (``over_budget``), so the COMPLETE trials never exce
 stopped by an exception (Ctrl+C, SIGTERM, an error) tells its pending trial FAIL; resumed, it
 enqueues that trial's params again. A study lives in its own storage (Optuna cannot share
 MLflow's database), so a resumed run loads it and continues from the pending trial.
+
+The samplers run as named at a small budget (``make_sampler``): TPE fits its model after
+``ceil(budget / 4)`` startup trials (Optuna's default of 10 would make a search of 8 trials pure
+random search) and is multivariate; CMA-ES starts at the initial deltas with a small step;
+random search is the floor. Every trial records how its params were chosen (user attr
+``sampled_by``: ``enqueued``, ``model`` or ``random``), and every iteration logs
+``optuna_model_based`` (1: the told trial came from the sampler's model).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +48,9 @@ JOURNAL_PREFIX = "journal:"
 RETRY_OF = "retry_of"  # user attr: the interrupted trial whose params this one evaluates again
 OVER_BUDGET = "over_budget"  # user attr of a trial asked past the shared budget (told FAIL)
 TAKEN = (TrialState.COMPLETE, TrialState.RUNNING)  # the trials a shared budget counts
+SAMPLED_BY = "sampled_by"  # user attr: enqueued | model | random
+SAMPLERS = ("tpe", "cmaes", "random")
+CMAES_SIGMA0 = 0.5  # CMA-ES's initial step, in delta units (the widest range sets the scale)
 
 
 def param_name(cluster_id: str) -> str:
@@ -78,13 +90,57 @@ def resolve_storage(storage: str, out_dir: Path) -> Any:
     return storage
 
 
-def make_sampler(kind: str, seed: int) -> Any:
-    """A seeded TPE or random sampler."""
-    if kind == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    if kind == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    raise ValueError(f"unknown optuna sampler {kind!r}; use tpe or random")
+def startup_trials(budget: int) -> int:
+    """TPE's random startup trials for a search of ``budget`` trials: ``ceil(budget / 4)``.
+
+    >>> [startup_trials(n) for n in (8, 16, 32, 1)]
+    [2, 4, 8, 1]
+    """
+    if budget < 1:
+        raise ValueError(f"a search budget of {budget} trials: it must be >= 1")
+    return math.ceil(budget / 4)
+
+
+def make_sampler(kind: str, seed: int, *, budget: int,
+                 x0: Mapping[str, float] | None = None,
+                 ranges: Mapping[str, tuple[float, float]] | None = None) -> Any:
+    """A seeded sampler that runs as named within ``budget`` trials.
+
+    ``tpe``: multivariate TPE with ``startup_trials(budget)`` random trials first. ``cmaes``:
+    CMA-ES started at ``x0`` (the initial deltas, by parameter name) with a step of
+    ``CMAES_SIGMA0`` delta units over the widest of ``ranges`` (by parameter name).
+    ``random``: uniform random search.
+    """
+    with warnings.catch_warnings():  # x0/sigma0 and multivariate warn of API changes to come
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if kind == "tpe":
+            return optuna.samplers.TPESampler(
+                seed=seed, n_startup_trials=startup_trials(budget), multivariate=True,
+                warn_independent_sampling=False)
+        if kind == "cmaes":
+            if not x0 or not ranges:
+                raise ValueError("the cmaes sampler starts at x0: pass x0 and ranges")
+            widest = max(high - low for low, high in ranges.values())
+            return optuna.samplers.CmaEsSampler(
+                x0=dict(x0), sigma0=CMAES_SIGMA0 / widest, seed=seed, n_startup_trials=1,
+                warn_independent_sampling=False)
+        if kind == "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+    raise ValueError(f"unknown optuna sampler {kind!r}; use one of {', '.join(SAMPLERS)}")
+
+
+def sampled_by(trial: Any, frozen: Any) -> str:
+    """How an asked trial's params were chosen: ``enqueued``, ``model`` or ``random``.
+
+    ``trial`` is the asked ``Trial``, ``frozen`` its ``FrozenTrial``. ``model``: the sampler's
+    relative (joint) model gave every parameter; before the model has data (TPE's startup
+    trials) they come from random sampling.
+    """
+    if frozen.system_attrs.get("fixed_params"):
+        return "enqueued"
+    relative = trial.relative_params  # cached by the ask that suggested the params
+    return "model" if relative and set(relative) == set(trial.params) else "random"
 
 
 class OptunaProposer(Proposer):
@@ -134,7 +190,8 @@ class OptunaProposer(Proposer):
             raise RuntimeError(f"trial {told.number}'s params are not the evaluated deltas")
         self.study.tell(told.number, evidence.scores["composite_score"])
         self.pending = None
-        metrics = {"optuna_trial": float(told.number)}
+        metrics = {"optuna_trial": float(told.number),
+                   "optuna_model_based": float(told.user_attrs.get(SAMPLED_BY) == "model")}
         if evidence.final:
             return Proposal(deltas=dict(evidence.deltas), metrics=metrics)
         deltas = self._ask()
@@ -152,7 +209,8 @@ class OptunaProposer(Proposer):
         if self.n_trials and self._taken() >= self.n_trials:
             return None
         trial = self.study.ask(self.distributions)
-        for key, value in self.trial_attrs.items():
+        for key, value in {**self.trial_attrs,
+                           SAMPLED_BY: sampled_by(trial, self._trial(trial.number))}.items():
             trial.set_user_attr(key, value)
         if self.n_trials and self._taken(before=trial.number) >= self.n_trials:
             # another worker's ask won the last slot between the count and this ask

@@ -62,15 +62,17 @@ def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
 def _optuna(settings, *, initial_deltas, out_dir, worker_attrs, **_unused) -> Proposer:
 
     config = settings.optuna
-    study = open_study(
-        storage=resolve_storage(config.storage, out_dir), study_name=config.study_name,
-        sampler=make_sampler(config.sampler, config.seed + config.worker),
-        first_params={param_name(cid): value for cid, value in initial_deltas.items()},
-    )
     ranges = search_ranges(
         initial_deltas, low=config.delta_low, high=config.delta_high,
         overrides=parse_cluster_ranges(config.cluster_ranges),
     )
+    first = {param_name(cid): value for cid, value in initial_deltas.items()}
+    sampler = make_sampler(  # the budget: the study's shared trials, else this run's iterations
+        config.sampler, config.seed + config.worker,
+        budget=config.n_trials or settings.evolve.iterations, x0=first,
+        ranges={param_name(cid): bounds for cid, bounds in ranges.items()})
+    study = open_study(storage=resolve_storage(config.storage, out_dir),
+                       study_name=config.study_name, sampler=sampler, first_params=first)
     return OptunaProposer(study, ranges, n_trials=config.n_trials,
                           trial_attrs={"worker": str(config.worker), **worker_attrs})
 
