@@ -26,6 +26,13 @@ the first arm minus each other arm, paired over questions. One JSON line goes to
     python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 --heldout 8 \
         --iterations 2 --set evolve.minibatch_size=2 --project /tmp/crsp_evolve_heldout_8
 
+Arms: ``offline`` (the default proposer), ``tpe`` / ``cmaes`` / ``random`` (Optuna's samplers run
+as named: ``crsp_ops.evolve.optuna_proposer.make_sampler``), ``optuna`` (the configured
+``optuna.sampler``), ``reflector``, and ``<kind>+frontier``. ``--split dev|test`` takes the data
+seed and search seeds of ``benchmarks/splits.py``: choose settings on ``dev``, claim on ``test``
+(declared first in ``benchmarks/claims/``). ``--budget-curve 8 16 32`` runs every arm at each
+iteration count and prints one JSON line per budget.
+
 ``--keep DIR`` keeps each search's outputs (its ``history.json`` shows every step the
 search tried). ``--set`` overrides apply to every arm's search (e.g. ``evolve.max_lost_correct=0``,
 ``evolve.offline_length_contrast=excess``); ``--stage-set`` to building the stages.
@@ -75,9 +82,26 @@ from crsp_ops.inference.open_backend import (  # noqa: E402
 from crsp_ops.models.comparison_keys import rows_sha256  # noqa: E402
 from crsp_ops.paths import copy_config_tree  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from splits import SPLITS, evolve_split  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROJECT = Path(tempfile.gettempdir()) / "crsp_evolve_heldout"
-DEFAULT_ARMS = ["offline", "optuna", "offline+frontier"]
+DEFAULT_ARMS = ["offline", "tpe", "cmaes", "random"]
+SAMPLER_ARMS = ("tpe", "cmaes", "random")  # Optuna with this sampler
+
+
+def arm_proposer(arm: str, settings: Any, seed: int, iterations: int) -> tuple[str, Any]:
+    """The proposer kind of ``arm`` and its settings: seeded, the sampler named by the arm.
+
+    ``cmaes+frontier`` → ``optuna`` with ``optuna.sampler=cmaes``; ``optuna`` keeps the
+    configured sampler; ``iterations`` is the search's budget (TPE's startup is fitted to it).
+    """
+    kind = arm.partition("+")[0]
+    sampler = kind if kind in SAMPLER_ARMS else settings.optuna.sampler
+    return ("optuna" if kind in SAMPLER_ARMS else kind), replace(
+        settings, optuna=replace(settings.optuna, seed=seed, sampler=sampler),
+        evolve=replace(settings.evolve, iterations=iterations))
 
 Columns = tuple[list[float], list[bool]]  # (response tokens, correct) per held-out question
 
@@ -205,7 +229,8 @@ def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any
     """Search with every arm and seed, score each best on ``heldout``; the rows and answers.
 
     Every arm gets ``config`` (its ``max_rollouts`` is the shared answer budget), with the seed
-    as the minibatch and Optuna sampler seed; ``evaluate(examples, deltas)`` generates.
+    as the minibatch and Optuna sampler seed; ``evaluate(examples, deltas)`` generates. Each
+    row records the arm's sampler and how many of its trials came from the sampler's model.
     """
     weights = grading_from_settings(settings.scoring).weights
     initial_cols = columns(evaluate(heldout, initial))
@@ -213,8 +238,8 @@ def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any
     rows, answers = [], {}
     for seed in seeds:
         for arm in arms:
-            kind, _, mode = arm.partition("+")
-            run_settings = replace(settings, optuna=replace(settings.optuna, seed=seed))
+            mode = arm.partition("+")[2]
+            kind, run_settings = arm_proposer(arm, settings, seed, config.iterations)
             out = workdir / f"{arm}-{seed}"
             proposer = build_proposer(
                 kind, run_settings, token_clusters=clusters.token_clusters,
@@ -236,6 +261,10 @@ def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any
                           best_iteration=outcome.best_iteration,
                           iterations_run=len(outcome.history),
                           answers_generated=outcome.answers_generated,
+                          sampler=run_settings.optuna.sampler if kind == "optuna" else None,
+                          model_based_trials=sum(
+                              r.proposer_metrics.get("optuna_model_based", 0.0) == 1.0
+                              for r in outcome.history),
                           search_s=round(search_s, 1),
                           heldout_s=round(time.perf_counter() - searched - search_s, 1))
             rows.append(row)
@@ -287,9 +316,16 @@ def main() -> None:
     parser.add_argument("--converted", type=Path, required=True,
                         help="HF model dir written by convert-model (or any HF model dir)")
     parser.add_argument("--project", type=Path, default=DEFAULT_PROJECT)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--split", choices=SPLITS, default=None,
+                        help="the data seed and search seeds of benchmarks/splits.py (dev: "
+                             "choosing settings; test: claims); default: dev's, unlabelled")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="search seeds (default: the split's; a subset of them with --split)")
     parser.add_argument("--iterations", type=int, default=0,
                         help="iterations per search (0: evolve.iterations, the default)")
+    parser.add_argument("--budget-curve", type=int, nargs="+", default=None, metavar="N",
+                        help="run every arm at each of these iteration counts (e.g. 8 16 32); "
+                             "one JSON line per budget")
     parser.add_argument("--heldout", type=int, default=400,
                         help="held-out questions (the financebench split is built this size)")
     parser.add_argument("--proposers", nargs="+", default=DEFAULT_ARMS,
@@ -305,9 +341,18 @@ def main() -> None:
                         help="keep every search's outputs (history.json, best deltas, proposer "
                              "state) under DIR/<arm>-<seed> instead of a temporary directory")
     args = parser.parse_args()
+    split = evolve_split(args.split or "dev")
+    if args.seeds is None:
+        args.seeds = list(split.search_seeds)
+    elif args.split and not set(args.seeds) <= set(split.search_seeds):
+        parser.error(f"--split {args.split} searches with seeds {list(split.search_seeds)} "
+                     f"(benchmarks/splits.py); {args.seeds} is not a subset of them")
+    if any(n < 1 for n in args.budget_curve or []):
+        parser.error("--budget-curve iteration counts must be >= 1")
 
     started = time.perf_counter()
     stage_overrides = ["model.source=smollm2", f"financebench.heldout_size={args.heldout}",
+                       *(split.stage_overrides() if args.split else []),
                        *args.stage_overrides]
     project = build_project(args.project, args.converted.resolve(), stage_overrides)
     os.environ["CRSP_OPS_ROOT"] = str(project)
@@ -330,30 +375,38 @@ def main() -> None:
         iterations=args.iterations or evolve.iterations, minibatch_size=evolve.minibatch_size,
         seed=0, stop_on_failure=False, paired_best=evolve.paired_best,
         max_lost_correct=evolve.max_lost_correct, acceptance=evolve.acceptance)
-    budget = args.max_rollouts or base_config.answer_budget()
+    curve = args.budget_curve or [base_config.iterations]
+    configs = [replace(base_config, iterations=n) for n in curve]
+    configs = [replace(c, max_rollouts=args.max_rollouts or c.answer_budget()) for c in configs]
     runs = len(arms) * len(args.seeds)
-    print(f"# {len(heldout)} held-out questions (sha256 {rows_sha256(heldout)[:12]}), {runs} "
-          f"searches of <= {budget} answers: <= {len(heldout) * (1 + runs) + budget * runs} "
-          "generated answers", file=sys.stderr)
+    print(f"# {len(heldout)} held-out questions (sha256 {rows_sha256(heldout)[:12]}), "
+          f"{runs * len(configs)} searches of <= {[c.max_rollouts for c in configs]} answers",
+          file=sys.stderr)
     with open_backend(settings, project / "models/base", project / "outputs/clusters") as backend:
         generate = partial(run_minibatch, backend=backend, template=prompt_template(settings),
                            sampling=sampling_params(settings),
                            grade=grading_from_settings(settings.scoring))
         with contextlib.ExitStack() as stack:
-            tmp = args.keep or stack.enter_context(tempfile.TemporaryDirectory())
-            initial_cols, rows, answers = run_arms(
-                arms=arms, seeds=args.seeds, evaluate=lambda ex, d: generate(ex, deltas=d),
-                pool=pool, heldout=heldout, initial=initial, clusters=clusters,
-                settings=settings, config=replace(base_config, max_rollouts=budget),
-                workdir=Path(tmp), tokenize=lambda text: backend.tokenizer(
-                    text, add_special_tokens=False)["input_ids"])
-    print(json.dumps(report(
-        arms=arms, seeds=args.seeds, heldout_sha256=rows_sha256(heldout),
-        initial_cols=initial_cols, rows=rows,
-        answers=answers, weights=weights, config=replace(base_config, max_rollouts=budget),
-        extra={"model": str(args.converted), "overrides": args.overrides,
-               "offline_length_contrast": evolve.offline_length_contrast,
-               "max_new_tokens": settings.generation.max_new_tokens}, started=started)))
+            tmp = Path(args.keep or stack.enter_context(tempfile.TemporaryDirectory()))
+            for config in configs:
+                budget_started = time.perf_counter()
+                initial_cols, rows, answers = run_arms(
+                    arms=arms, seeds=args.seeds, evaluate=lambda ex, d: generate(ex, deltas=d),
+                    pool=pool, heldout=heldout, initial=initial, clusters=clusters,
+                    settings=settings, config=config,
+                    workdir=tmp / f"it{config.iterations}" if args.budget_curve else tmp,
+                    tokenize=lambda text: backend.tokenizer(
+                        text, add_special_tokens=False)["input_ids"])
+                print(json.dumps(report(
+                    arms=arms, seeds=args.seeds, heldout_sha256=rows_sha256(heldout),
+                    initial_cols=initial_cols, rows=rows, answers=answers, weights=weights,
+                    config=config, started=budget_started if args.budget_curve else started,
+                    extra={"model": str(args.converted), "split": args.split,
+                           "financebench_seed": settings.financebench.seed,
+                           "overrides": args.overrides,
+                           **({"budget_curve": curve} if args.budget_curve else {}),
+                           "offline_length_contrast": evolve.offline_length_contrast,
+                           "max_new_tokens": settings.generation.max_new_tokens})), flush=True)
 
 
 if __name__ == "__main__":

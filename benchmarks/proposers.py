@@ -1,11 +1,13 @@
-"""Held-out composite of the initial deltas, the offline proposer and Optuna, over seeds.
+"""Held-out composite of the initial deltas, the offline proposer and the Optuna baselines.
 
-Every proposer gets the same iteration budget, minibatch size and minibatch draws (seeded per
-seed), on the embedded default (the tiny model, its clusters, zero initial deltas, the synthetic
-FinanceBench pool); each run's best deltas are then scored on the same held-out questions.
-Prints a table and a final JSON line.
+Every arm (``offline``; ``tpe``, ``cmaes``, ``random``: Optuna's samplers run as named) gets the
+same iteration budget, minibatch size and minibatch draws (seeded per seed), on the embedded
+default (the tiny model, its clusters, zero initial deltas, the synthetic FinanceBench pool);
+each run's best deltas are then scored on the same held-out questions. ``--split dev|test``
+takes the data and search seeds of ``benchmarks/splits.py``. Prints a table and a JSON line.
 
-    python benchmarks/proposers.py [--seeds 0 1 2] [--iterations 8] [--project DIR]
+    python benchmarks/proposers.py [--split dev] [--iterations 8] [--arms offline tpe] \
+        [--project DIR]
 
 The embedded default is built once under ``--project`` with the real stage commands
 (``crsp-ops limo|financebench|base-model|clusters|deltas``) and reused by later runs.
@@ -22,7 +24,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from splits import SPLITS, evolve_split  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
+ARMS = ("offline", "tpe", "cmaes", "random")
 DEFAULT_PROJECT = Path(tempfile.gettempdir()) / "crsp_ops_evolve_bench"
 STAGES = (
     ["limo"], ["financebench"], ["base-model"],
@@ -107,15 +113,15 @@ class Harness:
         self._backend_cm.__exit__(None, None, None)
 
 
-def evolve_once(harness: Harness, kind: str, seed: int, iterations: int, out: Path):
-    """Run the loop with one proposer; return its outcome."""
-    from dataclasses import replace
+def evolve_once(harness: Harness, arm: str, seed: int, iterations: int, out: Path):
+    """Run the loop with one arm (``offline`` or an Optuna sampler); return its outcome."""
+    from evolve_heldout import arm_proposer
 
     from crsp_ops.evolve.loop import LoopConfig, run_evolution
     from crsp_ops.evolve.proposer_factory import build_proposer
     from crsp_ops.evolve.store import EvolutionStore
 
-    settings = replace(harness.settings, optuna=replace(harness.settings.optuna, seed=seed))
+    kind, settings = arm_proposer(arm, harness.settings, seed, iterations)
     proposer = build_proposer(
         kind, settings, token_clusters=harness.clusters.token_clusters,
         n_clusters=harness.clusters.n_clusters, initial_deltas=harness.initial, out_dir=out,
@@ -135,22 +141,33 @@ def evolve_once(harness: Harness, kind: str, seed: int, iterations: int, out: Pa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--split", choices=SPLITS, default="dev")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="a subset of the split's search seeds (default: all of them)")
     parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     add_harness_args(parser)
     args = parser.parse_args()
+    split = evolve_split(args.split)
+    seeds = list(split.search_seeds) if args.seeds is None else args.seeds
+    if not set(seeds) <= set(split.search_seeds):
+        parser.error(f"--split {args.split} searches with seeds {list(split.search_seeds)} "
+                     f"(benchmarks/splits.py); {seeds} is not a subset of them")
+    arms = args.arms
 
     from crsp_ops.evolve.iteration import score_dict
 
-    harness = Harness(embedded_default(args.project, args.stage_overrides), args.overrides)
+    stage_overrides = [*split.stage_overrides(), *args.stage_overrides]
+    project = args.project / args.split if args.project == DEFAULT_PROJECT else args.project
+    harness = Harness(embedded_default(project, stage_overrides), args.overrides)
     try:
         heldout = harness.heldout
         initial = score_dict(harness.evaluate(heldout, harness.initial).scores)["composite_score"]
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
-            for seed in args.seeds:
+            for seed in seeds:
                 row = {"seed": seed, "initial": initial}
-                for kind in ("offline", "optuna"):
+                for kind in arms:
                     outcome = evolve_once(harness, kind, seed, args.iterations,
                                           Path(tmp) / f"{kind}-{seed}")
                     scores = score_dict(harness.evaluate(heldout, outcome.best_deltas).scores)
@@ -163,18 +180,18 @@ def main() -> None:
         harness.close()
     print(f"held-out composite ({len(heldout)} questions, {args.iterations} iterations, "
           f"minibatch {harness.settings.evolve.minibatch_size})")
-    print(f"{'seed':>4}  {'initial':>8}  {'offline':>8}  {'optuna':>8}")
+    print(f"{'seed':>4}  {'initial':>8}  " + "  ".join(f"{kind:>8}" for kind in arms))
     for row in rows:
-        print(f"{row['seed']:>4}  {row['initial']:8.4f}  {row['offline']:8.4f}  "
-              f"{row['optuna']:8.4f}")
+        print(f"{row['seed']:>4}  {row['initial']:8.4f}  "
+              + "  ".join(f"{row[kind]:8.4f}" for kind in arms))
     summary = {
-        "benchmark": "proposers", "seeds": args.seeds, "iterations": args.iterations,
-        "heldout_questions": len(heldout),
+        "benchmark": "proposers", "split": args.split, "seeds": seeds,
+        "iterations": args.iterations, "heldout_questions": len(heldout),
         "initial_composite": initial,
-        **{f"{kind}_composite_mean": statistics.mean(r[kind] for r in rows)
-           for kind in ("offline", "optuna")},
-        **{f"{kind}_composite_min": min(r[kind] for r in rows) for kind in ("offline", "optuna")},
-        "offline_beats_initial_all_seeds": all(r["offline"] > initial for r in rows),
+        **{f"{kind}_composite_mean": statistics.mean(r[kind] for r in rows) for kind in arms},
+        **{f"{kind}_composite_min": min(r[kind] for r in rows) for kind in arms},
+        **({"offline_beats_initial_all_seeds": all(r["offline"] > initial for r in rows)}
+           if "offline" in arms else {}),
         "rows": rows,
     }
     print(json.dumps(summary))

@@ -50,3 +50,24 @@ def test_every_arm_and_seed_gets_a_row_a_table_and_the_same_budget(tmp_path, cap
     err = capsys.readouterr().err
     assert all(f"### {arm}" in err for arm in arms) and "wall time:" in err
     assert err.count("| mean |") == 4 and "### initial" in err
+
+
+def test_sampler_arms_run_as_named_and_record_their_model_based_trials(tmp_path):
+    """tpe and cmaes fit within 8 trials (most trials model-based); random never does."""
+    settings = load_settings(REPO, ["evolve.iterations=8", "evolve.minibatch_size=4"]).settings
+    config = LoopConfig(iterations=8, minibatch_size=4, seed=0, stop_on_failure=False,
+                        paired_best=False)
+    clusters = SimpleNamespace(token_clusters=np.arange(K), n_clusters=K,
+                               descriptions={str(i): {"description": f"c{i}"} for i in range(K)})
+    _, rows, _ = run_arms(
+        arms=["offline", "tpe", "cmaes", "random"], seeds=[5], evaluate=fake_evaluate,
+        pool=list(range(40)), heldout=list(range(100, 110)), initial=INITIAL,
+        clusters=clusters, settings=settings,
+        config=LoopConfig(**{**config.__dict__, "max_rollouts": config.answer_budget()}),
+        workdir=tmp_path, tokenize=lambda text: [])
+    by_arm = {r["arm"]: r for r in rows}
+    assert {a: r["sampler"] for a, r in by_arm.items()} == {
+        "offline": None, "tpe": "tpe", "cmaes": "cmaes", "random": "random"}
+    assert by_arm["tpe"]["model_based_trials"] == 6  # 8 - the initial deltas - ceil(8/4) + 1
+    assert by_arm["cmaes"]["model_based_trials"] == 7  # every trial after x0
+    assert by_arm["random"]["model_based_trials"] == 0 == by_arm["offline"]["model_based_trials"]
