@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from crsp_ops.crsp.advantages import task_relative_advantages
-from crsp_ops.crsp.trrpg import role_betas, trrpg_loss
+from crsp_ops.crsp.trrpg import RatioClip, role_betas, trrpg_loss
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ def compute_advantages(algorithm: PolicyGradientAlgorithm, rewards: torch.Tensor
 def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
                 logp_old: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                 roles: Sequence[str], *, betas: Mapping[str, float], log_ratio_clamp: float,
-                ratio_clip: float | None) -> tuple[torch.Tensor, dict[str, float]]:
+                ratio_clip: RatioClip, ref_kl: torch.Tensor | None = None,
+                ref_coef: float = 0.0, weights: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, dict[str, float]]:
     """The algorithm's loss and metrics for one batch (see ``trrpg.trrpg_loss``).
 
     Args:
@@ -72,7 +74,10 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
         roles: role of each sample, for its beta.
         betas: beta per role (ignored by algorithms without KL).
         log_ratio_clamp: clamp on the log importance ratio.
-        ratio_clip: PPO ``ε`` or ``None``.
+        ratio_clip: PPO ``ε``, ``(ε_low, ε_high)`` or ``None``.
+        ref_kl: ``(B, T)`` reference-KL estimate or ``None`` (``trrpg.trrpg_loss``).
+        ref_coef: its coefficient (both algorithms take it).
+        weights: ``(B, T)`` per-token loss weights or ``None`` (token mean).
 
     Returns:
         ``(loss, metrics)``.
@@ -81,4 +86,5 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
     if algorithm.use_kl:
         beta = role_betas(roles, betas, device=logp_new.device).to(logp_new.dtype)
     return trrpg_loss(logp_new, logp_old, advantages, mask, beta=beta,
-                      log_ratio_clamp=log_ratio_clamp, ratio_clip=ratio_clip)
+                      log_ratio_clamp=log_ratio_clamp, ratio_clip=ratio_clip, ref_kl=ref_kl,
+                      ref_coef=ref_coef, weights=weights)

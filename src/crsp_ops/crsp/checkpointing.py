@@ -1,5 +1,8 @@
 """Checkpoints of a self-play run: HF model dir + ``trainer_state.pt``, newest N kept.
 
+With LoRA the HF directory holds the frozen base weights and ``adapter/`` the PEFT adapter
+(``peft_setup``); ``--resume`` loads the first as the model and restores the second.
+
 A checkpoint is written into a temporary folder and renamed into place, so a crash mid-save
 never leaves a half checkpoint that ``latest_checkpoint`` would pick. ``trainer_state.pt``
 holds only tensors and plain Python values (loaded with ``weights_only=True``): optimizer
@@ -11,7 +14,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +61,8 @@ def restore_rng(state: Mapping[str, Any], rng: random.Random) -> None:
 
 
 def save_checkpoint(out_dir: Path, step: int, model: Any, tokenizer: Any,
-                    state: Mapping[str, Any], *, keep: int) -> Path:
+                    state: Mapping[str, Any], *, keep: int,
+                    save_model: Callable[[Path], Any] | None = None) -> Path:
     """Write the checkpoint of ``step`` and delete all but the newest ``keep``.
 
     Args:
@@ -68,11 +72,16 @@ def save_checkpoint(out_dir: Path, step: int, model: Any, tokenizer: Any,
         tokenizer: its tokenizer.
         state: ``trainer_state.pt`` content (tensors and plain values only).
         keep: checkpoints to keep (>= 1).
+        save_model: writes the model into the staging directory instead of
+            ``model.save_pretrained`` (a LoRA model: base weights plus ``adapter/``).
     """
     final = checkpoint_path(out_dir, step)
     staging = final.with_name(f".staging-{final.name}")
     shutil.rmtree(staging, ignore_errors=True)
-    model.save_pretrained(staging)
+    if save_model is None:
+        model.save_pretrained(staging)
+    else:
+        save_model(staging)
     tokenizer.save_pretrained(staging)
     torch.save(dict(state), staging / STATE_FILE)
     shutil.rmtree(final, ignore_errors=True)

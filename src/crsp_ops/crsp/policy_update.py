@@ -12,8 +12,14 @@ of at most ``micro_batch_size`` rows and ``micro_batch_tokens`` padded tokens, s
 memory is bounded whatever the rollout lengths; the model computes logits only from the
 micro-batch's first response position on (``logits_to_keep``: prompt positions never reach the
 vocabulary projection), and the chosen log-probs are a gather minus a chunked logsumexp.
-Micro-batches accumulate gradients; each micro loss is weighted by its share of the step's
-response tokens, so the result equals one token-mean over the whole step.
+Micro-batches accumulate gradients; each micro loss carries per-token weights computed from
+the whole step's denominator (``loss_aggregation``: the step's response tokens by default), so
+the result equals one aggregation over the whole step.
+
+Options beside the seed's loss (docs/scaling.md): a reference-model KL (``reference_kl``: a
+no-grad forward of the initial policy per micro-batch), asymmetric ratio clipping, the loss
+aggregation, and rows whose loss mask was cleared (``mask_rows``: truncated completions keep
+their reward in the advantage baseline but train nothing).
 
 A step whose advantages are all 0 on every rank (every group's rewards equal) takes no
 optimizer step; its loss and metrics are still computed and logged (``update_skipped`` = 1).
@@ -24,25 +30,29 @@ gradient to a full-size step: on SmolLM2-135M one such step (2 correct rollouts,
 answers from 0.88 to 0.25.
 
 Across ``accelerate`` processes the step is every rank's rollouts: each rank's loss is scaled
-by ``world_size * local_tokens / global_tokens`` so that DDP's gradient average is that one
-token mean. A rank with no rollout still takes part (``batch=None``): DDP all-reduces
-gradients inside the backward pass, so a rank that skipped it would leave the others waiting
-forever. It runs one forward of a single token with a zero loss per epoch (zero gradients
-that reach every parameter) and the same optimizer steps, so the replicas stay identical.
+by ``world_size * local / global`` (tokens, or rows per the aggregation) so that DDP's gradient
+average is that one aggregation. A rank with no rollout still takes part (``batch=None``):
+DDP all-reduces gradients inside the backward pass, so a rank that skipped it would leave the
+others waiting forever. It runs one forward of a single token with a zero loss per epoch (zero
+gradients that reach every parameter) and the same optimizer steps, so the replicas stay
+identical.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from crsp_ops.crsp.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
+from crsp_ops.crsp.loss_aggregation import step_denominator, token_weights
+from crsp_ops.crsp.reference_kl import ReferencePolicy, kl_estimate
 from crsp_ops.crsp.token_logprobs import gathered_logprobs
+from crsp_ops.crsp.trrpg import RatioClip
 from crsp_ops.inference.rollouts import TrainingBatch
 
 
@@ -53,13 +63,26 @@ class UpdateOptions:
     algorithm: PolicyGradientAlgorithm
     betas: Mapping[str, float]
     log_ratio_clamp: float
-    ratio_clip: float | None
+    ratio_clip: RatioClip  # ε, (ε_low, ε_high) or None
     advantage_eps: float
     micro_batch_size: int
     update_epochs: int
     max_grad_norm: float  # 0: no clipping
     micro_batch_tokens: int = 0  # padded tokens per micro-batch; 0: ``token_budget`` (per device)
     on_policy: bool = False  # samples from the current weights: old log-probs = detached new
+    loss_aggregation: str = "token_mean"  # loss_aggregation.AGGREGATIONS
+    constant_normalizer: int = 1  # C of loss_aggregation="constant_normalizer"
+    ref_kl_coef: float = 0.0  # > 0: KL to the initial policy (policy_update's ``reference``)
+    ref_kl_estimator: str = "k3"  # reference_kl.ESTIMATORS
+
+
+def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
+    """``batch`` with the loss mask of ``rows`` cleared (they still count in the advantages)."""
+    if not rows:
+        return batch
+    loss_mask = batch.loss_mask.clone()
+    loss_mask[list(rows)] = 0
+    return replace(batch, loss_mask=loss_mask)
 
 
 def policy_temperature(logprob_semantics: str, sampling_temperature: float) -> float:
@@ -130,9 +153,14 @@ def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> lis
 
 
 def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
-    """Token-weighted means of the per-micro-batch metrics (max for ``ratio_max``)."""
-    out = {key: sum(w * m[key] for w, m in parts) for key in
-           ("loss", "kl", "ratio_mean", "clip_fraction", "log_ratio_clamped_fraction")}
+    """Token-weighted means of the per-micro-batch metrics (max for ``ratio_max``).
+
+    ``loss`` is the sum of the micro-batches' losses: each already carries its share.
+    """
+    keys = ["kl", "ratio_mean", "clip_fraction", "log_ratio_clamped_fraction"]
+    keys += ["ref_kl"] if "ref_kl" in parts[0][1] else []
+    out = {key: sum(w * m[key] for w, m in parts) for key in keys}
+    out["loss"] = sum(m["loss"] for _, m in parts)
     out["ratio_max"] = max(m["ratio_max"] for _, m in parts)
     return out
 
@@ -159,9 +187,17 @@ def _idle_pass(model, accelerator) -> None:
         accelerator.backward(logits.sum() * 0.0)
 
 
+def _reference_logprobs(reference: ReferencePolicy, input_ids, attention_mask,
+                        temperature: float, first: int) -> torch.Tensor:
+    """``token_logprobs`` of the initial policy, without a graph."""
+    with torch.no_grad(), reference.active() as ref_model:
+        return token_logprobs(ref_model, input_ids, attention_mask, temperature, first=first)
+
+
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
               temperature: float, scale: float, groups: list[list[int]],
-              current: dict[int, torch.Tensor]) -> dict[str, float]:
+              current: dict[int, torch.Tensor], denominator: float,
+              reference: ReferencePolicy | None) -> dict[str, float]:
     """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass."""
     total = float(batch.loss_mask.sum().clamp(min=1))
     lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
@@ -176,19 +212,27 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
         weight = float(mask_host.sum()) / total
         mask = mask_host.to(device)
         sync = accelerator.no_sync(model) if index < len(groups) - 1 else nullcontext()
+        input_ids = batch.input_ids[rows, :width].to(device)
+        attention_mask = batch.attention_mask[rows, :width].to(device)
         with sync, accelerator.autocast():
-            logp_new = token_logprobs(model, batch.input_ids[rows, :width].to(device),
-                                      batch.attention_mask[rows, :width].to(device),
-                                      temperature, first=first)
+            logp_new = token_logprobs(model, input_ids, attention_mask, temperature, first=first)
             if options.on_policy and index not in current:
                 current[index] = logp_new.detach()  # ratio exactly 1 on the first epoch
             old = current[index] if options.on_policy else \
                 batch.old_logprobs[rows, :width].to(device)
+            ref_kl = None
+            if reference is not None:
+                ref_logp = _reference_logprobs(reference, input_ids, attention_mask,
+                                               temperature, first)
+                ref_kl = kl_estimate(logp_new, ref_logp, options.ref_kl_estimator)
             loss, metrics = policy_loss(
                 options.algorithm, logp_new, old, advantages[rows].to(device), mask,
                 [roles[i] for i in group], betas=options.betas,
-                log_ratio_clamp=options.log_ratio_clamp, ratio_clip=options.ratio_clip)
-            accelerator.backward(loss * (weight * scale))
+                log_ratio_clamp=options.log_ratio_clamp, ratio_clip=options.ratio_clip,
+                ref_kl=ref_kl, ref_coef=options.ref_kl_coef,
+                weights=token_weights(mask, options.loss_aggregation, denominator=denominator,
+                                      normalizer=options.constant_normalizer))
+            accelerator.backward(loss * scale)
         parts.append((weight, metrics))
     return _weighted_metrics(parts)
 
@@ -196,7 +240,8 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
 def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingBatch | None,
                   roles: Sequence[str], baseline_groups: Sequence[Hashable],
                   options: UpdateOptions,
-                  *, temperature: float) -> dict[str, float]:
+                  *, temperature: float,
+                  reference: ReferencePolicy | None = None) -> dict[str, float]:
     """Compute task-relative advantages and take ``update_epochs`` optimizer steps.
 
     With several processes every rank must call it (it is a collective), ``batch=None`` on a
@@ -212,26 +257,37 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
             ``advantages.baseline_group``); rows of one group and role share a baseline.
         options: algorithm and optimisation settings.
         temperature: from ``policy_temperature``.
+        reference: the initial policy of the reference-KL term (``options.ref_kl_coef``).
 
     Returns:
         ``{}`` when no rank had a rollout (no step taken). Otherwise metrics of the last epoch
         (computed even when ``update_skipped`` is 1: every advantage of every rank was 0 and no
         optimizer step was taken, see the module docstring):
         ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``, ``clip_fraction``,
-        ``log_ratio_clamped_fraction``, ``advantage_abs_mean`` (ranks with rollouts only) and
-        ``grad_norm``.
+        ``log_ratio_clamped_fraction``, ``advantage_abs_mean`` (ranks with rollouts only),
+        ``grad_norm`` (and ``ref_kl`` with a reference).
     """
     local_tokens = 0.0 if batch is None else float(batch.loss_mask.sum())
     global_tokens = tokens_over_ranks(accelerator, local_tokens)
     if global_tokens == 0:
         return {}
-    scale = accelerator.num_processes * local_tokens / global_tokens
+    local = local_tokens
+    if options.loss_aggregation != "token_mean":  # rows with a loss token, over the ranks
+        local = 0.0 if batch is None else step_denominator(batch.loss_mask,
+                                                           options.loss_aggregation)
+    scale = accelerator.num_processes * local / (
+        global_tokens if options.loss_aggregation == "token_mean"
+        else tokens_over_ranks(accelerator, local))
+    if reference is not None and options.ref_kl_coef == 0:
+        reference = None
     advantages = None
     if batch is not None:
         advantages = compute_advantages(options.algorithm, batch.episode_rewards,
                                         list(baseline_groups), list(roles),
                                         eps=options.advantage_eps)  # (B,)
-    skip = advantage_signal_over_ranks(accelerator, advantages) == 0
+    training_rows = None if batch is None else batch.loss_mask.sum(1) > 0  # (B,)
+    skip = advantage_signal_over_ranks(
+        accelerator, None if advantages is None else advantages * training_rows) == 0
     role_list = list(roles)
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [] if batch is None else micro_batches(
@@ -245,7 +301,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
             _idle_pass(model, accelerator)
         else:
             metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
-                                temperature, scale, groups, current)
+                                temperature, scale, groups, current, local, reference)
         if options.max_grad_norm > 0:
             norm = accelerator.clip_grad_norm_(params, options.max_grad_norm)
         else:

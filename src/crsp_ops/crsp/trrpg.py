@@ -21,7 +21,13 @@ under sampling from π_old this has zero mean (``E[∇ log π] = 0``), acting li
 
 Optional ratio clipping (PPO-style, ``ratio_clip = ε``) replaces the advantage part with
 ``min(w·A, clip(w, 1−ε, 1+ε)·A)``; the KL part is never clipped. Where clipping is active the
-advantage part has zero gradient; ``clip_fraction`` reports how often.
+advantage part has zero gradient; ``clip_fraction`` reports how often. ``ratio_clip`` may be a
+pair ``(ε_low, ε_high)`` (DAPO's clip-higher: ``clip(w, 1−ε_low, 1+ε_high)``); a 0 side is not
+clipped.
+
+Optional extras of ``trrpg_loss``: a reference-model KL (``reference_kl``: ``ref_coef ·
+estimate`` added per token, ``ref_kl`` in the metrics) and per-token loss weights
+(``loss_aggregation``); without weights the loss is the token mean of the batch.
 
 Metrics (masked means, detached): ``kl`` uses ``w·log w − w + 1``, which is ≥ 0 per token and
 has expectation ``KL(π_new ‖ π_old)`` under π_old (because ``E_old[w] = 1``).
@@ -58,9 +64,31 @@ def role_betas(roles: Sequence[str], betas: Mapping[str, float], *,
     return torch.tensor([float(betas[role]) for role in roles], device=device)
 
 
+RatioClip = float | tuple[float, float] | None
+
+
+def clip_bounds(ratio_clip: RatioClip) -> tuple[float, float] | None:
+    """``(lower, upper)`` bounds of the clipped ratio, ``None`` for no clipping.
+
+    >>> clip_bounds(0.2), clip_bounds((0.2, 0.28)), clip_bounds((0.0, 0.0))
+    ((0.8, 1.2), (0.8, 1.28), None)
+    """
+    if ratio_clip is None:
+        return None
+    low, high = (ratio_clip, ratio_clip) if isinstance(ratio_clip, (int, float)) else ratio_clip
+    if not 0 <= low < 1 or high < 0:
+        raise ValueError(f"ratio_clip must be in (0, 1) (or a pair: low in [0, 1), high >= 0), "
+                         f"got {ratio_clip}")
+    if low == 0 and high == 0:
+        if isinstance(ratio_clip, (int, float)):
+            raise ValueError(f"ratio_clip must be in (0, 1) or None, got {ratio_clip}")
+        return None
+    return (1 - low if low else 0.0, 1 + high if high else float("inf"))
+
+
 def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
                           advantages: torch.Tensor, beta: torch.Tensor | float, *,
-                          log_ratio_clamp: float, ratio_clip: float | None,
+                          log_ratio_clamp: float, ratio_clip: RatioClip,
                           mask: torch.Tensor | None = None
                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Per-token TR-RPG objective ``J`` (to maximise) and the tensors its metrics need.
@@ -71,7 +99,8 @@ def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
         advantages: sequence-level ``(B,)`` or token-level ``(B, T)`` advantages.
         beta: KL coefficient, a float or one per sequence ``(B,)``.
         log_ratio_clamp: ``c`` in ``clamp(logp_new − logp_old, −c, c)`` (> 0).
-        ratio_clip: PPO ``ε`` for the advantage part, or ``None`` for no clipping.
+        ratio_clip: PPO ``ε`` for the advantage part, a pair ``(ε_low, ε_high)``, or ``None``
+            for no clipping.
         mask: 1 on response tokens ``(B, T)``; masked positions get ``J = 0`` and their
             log-probs (possibly ±inf padding) never reach ``exp``.
 
@@ -84,8 +113,7 @@ def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
                          f"{tuple(logp_new.shape)} and {tuple(logp_old.shape)}")
     if log_ratio_clamp <= 0:
         raise ValueError(f"log_ratio_clamp must be > 0, got {log_ratio_clamp}")
-    if ratio_clip is not None and not 0 < ratio_clip < 1:
-        raise ValueError(f"ratio_clip must be in (0, 1) or None, got {ratio_clip}")
+    bounds = clip_bounds(ratio_clip)
     mask = torch.ones_like(logp_new, dtype=torch.bool) if mask is None else mask.bool()
     advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages  # (B, 1|T)
     beta = torch.as_tensor(beta, dtype=logp_new.dtype, device=logp_new.device)
@@ -96,8 +124,8 @@ def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
     ratio = torch.exp(log_ratio)  # (B, T)
     policy_term = ratio * advantages  # (B, T)
     clipped = torch.zeros_like(mask)
-    if ratio_clip is not None:
-        clipped_term = ratio.clamp(1 - ratio_clip, 1 + ratio_clip) * advantages
+    if bounds is not None:
+        clipped_term = ratio.clamp(*bounds) * advantages
         clipped = (clipped_term < policy_term) & mask
         policy_term = torch.minimum(policy_term, clipped_term)
     objective = policy_term - beta * ratio * log_ratio  # (B, T)
@@ -107,7 +135,9 @@ def trrpg_token_objective(logp_new: torch.Tensor, logp_old: torch.Tensor,
 
 def trrpg_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor,
                mask: torch.Tensor, *, beta: torch.Tensor | float, log_ratio_clamp: float,
-               ratio_clip: float | None) -> tuple[torch.Tensor, dict[str, float]]:
+               ratio_clip: RatioClip, ref_kl: torch.Tensor | None = None,
+               ref_coef: float = 0.0, weights: torch.Tensor | None = None,
+               ) -> tuple[torch.Tensor, dict[str, float]]:
     """TR-RPG loss: ``−J`` averaged over all response tokens of the batch, plus metrics.
 
     Args:
@@ -117,18 +147,27 @@ def trrpg_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch
         mask: ``(B, T)`` response-token mask.
         beta: KL coefficient, float or ``(B,)`` (``role_betas``).
         log_ratio_clamp: clamp on ``logp_new − logp_old``.
-        ratio_clip: PPO ``ε`` or ``None``.
+        ratio_clip: PPO ``ε``, ``(ε_low, ε_high)`` or ``None``.
+        ref_kl: ``(B, T)`` per-token reference-KL estimate (``reference_kl.kl_estimate``),
+            added to the loss times ``ref_coef``; ``None`` for none.
+        ref_coef: its coefficient.
+        weights: ``(B, T)`` per-token loss weights (``loss_aggregation.token_weights``): the
+            loss is ``Σ weights · (−J + ref_coef · ref_kl)``; ``None``: the batch's token mean.
 
     Returns:
         ``(loss, metrics)`` with metrics ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``,
-        ``clip_fraction``, ``log_ratio_clamped_fraction``, ``tokens``.
+        ``clip_fraction``, ``log_ratio_clamped_fraction``, ``tokens`` (and ``ref_kl``, the
+        token mean of the estimate, when given).
     """
     mask = mask.bool()
     objective, parts = trrpg_token_objective(
         logp_new, logp_old, advantages, beta, log_ratio_clamp=log_ratio_clamp,
         ratio_clip=ratio_clip, mask=mask)
     tokens = mask.sum().clamp(min=1)
-    loss = -objective.sum() / tokens
+    per_token = -objective
+    if ref_kl is not None:
+        per_token = per_token + ref_coef * torch.where(mask, ref_kl, torch.zeros_like(ref_kl))
+    loss = per_token.sum() / tokens if weights is None else (per_token * weights).sum()
     with torch.no_grad():
         ratio, log_ratio = parts["ratio"], parts["log_ratio"]
         kl_per_token = ratio * log_ratio - ratio + 1  # >= 0, see module docstring
@@ -144,4 +183,6 @@ def trrpg_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch
                 ((raw.abs() > log_ratio_clamp) & mask).sum() / tokens),
             "tokens": float(mask.sum()),
         }
+        if ref_kl is not None:
+            metrics["ref_kl"] = float((ref_kl * mask).sum() / tokens)
     return loss, metrics

@@ -1,0 +1,93 @@
+"""Dynamic sampling (DAPO): drop solve groups without reward variance, refill from more tasks.
+
+A solve group is the n samples of one task (``info["task_index"]``). When all n got the same
+reward the group is *flat*: under a per-task baseline its advantages are all 0 and it only
+dilutes the step (TRL's "loss is 0"). ``refill`` drops the flat groups and asks ``solve_more``
+for as many new tasks of the same types, keeping the informative groups, for at most
+``max_rounds`` rounds; what is still missing after the cap stays missing (counted). Every
+generated sample is counted, kept or not, so a learning curve can be drawn against the
+samples actually generated.
+
+Under the seed's ``task_type`` baseline a flat group is not advantage-free (its samples are
+compared with the whole type's mean); the drop then removes signal as well as noise, which is
+why the option is off by default (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from crsp_ops.crsp.episode import RoleSample
+
+SolveMore = Callable[[list[str], int], list[RoleSample]]  # (task types, round) -> solve samples
+
+
+def solve_groups(samples: Sequence[RoleSample]) -> dict[int, list[RoleSample]]:
+    """Solve samples by ``info["task_index"]``, in first-seen order."""
+    groups: dict[int, list[RoleSample]] = defaultdict(list)
+    for sample in samples:
+        if sample.role == "solve":
+            groups[int(sample.info["task_index"])].append(sample)
+    return dict(groups)
+
+
+def is_flat(group: Sequence[RoleSample]) -> bool:
+    """All rewards of the group equal (a single sample is flat too)."""
+    return len({sample.reward for sample in group}) <= 1
+
+
+def relabel(samples: Sequence[RoleSample], offset: int) -> list[RoleSample]:
+    """Solve samples with ``task_index`` shifted by ``offset`` (ids unique within the step)."""
+    out = []
+    for sample in samples:
+        index = int(sample.info["task_index"]) + offset
+        number = sample.example_id.rsplit("/", 1)[-1]
+        out.append(replace(sample, example_id=f"solve/{index}/{number}",
+                           info={**sample.info, "task_index": index}))
+    return out
+
+
+def refill(samples: Sequence[RoleSample], solve_more: SolveMore, *,
+           max_rounds: int) -> tuple[list[RoleSample], dict[str, float]]:
+    """Drop flat solve groups and refill from ``solve_more``; see the module docstring.
+
+    Args:
+        samples: one episode's samples (every role; only solve groups are filtered).
+        solve_more: generates solve samples for tasks of the given types (one group each,
+            ``task_index`` from 0); called at most ``max_rounds`` times.
+        max_rounds: cap on refill rounds.
+
+    Returns:
+        ``(samples, counters)``: the other roles' samples, the informative solve groups (refills
+        relabelled after the highest task index), and ``dynamic_sampling/*`` counters:
+        ``flat_groups`` (dropped, refills included), ``extra_tasks``, ``extra_samples``,
+        ``dropped_samples``, ``rounds``, ``unfilled`` (groups still missing).
+    """
+    groups = solve_groups(samples)
+    flat = {index for index, group in groups.items() if is_flat(group)}
+    kept = [s for s in samples if s.role != "solve" or int(s.info["task_index"]) not in flat]
+    missing = [groups[index][0].task_type for index in groups if index in flat]
+    counters = {"flat_groups": float(len(flat)), "extra_tasks": 0.0, "extra_samples": 0.0,
+                "dropped_samples": float(sum(len(groups[i]) for i in flat)), "rounds": 0.0}
+    offset = max(groups, default=-1) + 1
+    for round_index in range(max_rounds):
+        if not missing:
+            break
+        fresh = relabel(solve_more(list(missing), round_index), offset)
+        new_groups = solve_groups(fresh)
+        offset = max(new_groups, default=offset - 1) + 1
+        counters["rounds"] += 1
+        counters["extra_tasks"] += len(new_groups)
+        counters["extra_samples"] += len(fresh)
+        missing = []
+        for group in new_groups.values():
+            if is_flat(group):
+                counters["flat_groups"] += 1
+                counters["dropped_samples"] += len(group)
+                missing.append(group[0].task_type)
+            else:
+                kept.extend(group)
+    counters["unfilled"] = float(len(missing))
+    return kept, {f"dynamic_sampling/{key}": value for key, value in counters.items()}

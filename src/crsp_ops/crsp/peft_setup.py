@@ -1,0 +1,150 @@
+"""The trained model's memory modes: a LoRA adapter (peft) and activation checkpointing.
+
+``prepare_policy`` turns the base model into what the optimizer sees: with
+``train.lora_rank > 0`` a ``peft`` LoRA model whose base weights are frozen (AdamW keeps state
+for the adapter only), with ``train.gradient_checkpointing`` HF's non-reentrant activation
+checkpointing on every decoder layer. The non-reentrant form needs no
+``enable_input_require_grads``: it recomputes a layer even when its inputs need no gradient
+(the frozen embedding under LoRA), which the reentrant form would silently skip.
+
+Saving (``hf_state_dict``): a LoRA model's HF directory is written from its *base* weights,
+clean of peft's names: unmerged in checkpoints (``--resume`` loads them and restores the
+adapter from ``adapter/``), merged (``W + B·A·alpha/r``, computed without touching the live
+weights) for the final model, the registry and a generation server.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model, set_peft_model_state_dict
+from peft.tuners.lora import LoraLayer
+from peft.utils import load_peft_weights
+
+from crsp_ops.config.errors import ConfigError
+from crsp_ops.config.selfplay_config import TrainSettings
+
+logger = logging.getLogger(__name__)
+ADAPTER_DIR = "adapter"  # a checkpoint's PEFT adapter (adapter_config.json + weights)
+MERGED_DIR = "merged"  # a checkpoint's merged HF model (train.lora_save_merged)
+
+
+def lora_config(train: TrainSettings) -> LoraConfig | None:
+    """The peft config of ``train.lora_*``, ``None`` for full fine-tuning (rank 0)."""
+    if train.lora_rank == 0:
+        return None
+    targets = train.lora_target_modules
+    return LoraConfig(r=train.lora_rank, lora_alpha=train.lora_alpha,
+                      lora_dropout=train.lora_dropout, task_type="CAUSAL_LM", bias="none",
+                      target_modules="all-linear" if targets == ("all-linear",) else list(targets))
+
+
+def prepare_policy(model: Any, train: TrainSettings) -> Any:
+    """Apply activation checkpointing and LoRA as configured; return the model to train."""
+    if train.gradient_checkpointing:
+        enable_activation_checkpointing(model)
+        model.config.use_cache = False  # generation turns it back on per call (HF)
+    config = lora_config(train)
+    if config is not None:
+        model = get_peft_model(model, config)
+    trainable, total = parameter_counts(model)
+    logger.info("trainable parameters: %d of %d (%.3f%%)", trainable, total,
+                100.0 * trainable / max(total, 1))
+    return model
+
+
+def enable_activation_checkpointing(model: Any) -> None:
+    """HF's activation checkpointing, non-reentrant (the name changed in transformers 5)."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def parameter_counts(model: Any) -> tuple[int, int]:
+    """``(trainable, total)`` parameter counts."""
+    params = list(model.parameters())
+    return (sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params))
+
+
+def is_lora(model: Any) -> bool:
+    """Whether ``model`` is a peft model."""
+    return isinstance(model, PeftModel)
+
+
+def hf_state_dict(model: PeftModel, *, merged: bool) -> dict[str, torch.Tensor]:
+    """The base model's state dict under HF names, the adapter merged in or left out.
+
+    The live weights are never modified (no merge/unmerge round trip that would leave rounding
+    error in the frozen base).
+    """
+    base = model.get_base_model()
+    state = {name.replace(".base_layer.", "."): tensor.detach()
+             for name, tensor in base.state_dict().items() if "lora_" not in name}
+    if merged:
+        adapter = model.active_adapter
+        for name, module in base.named_modules():
+            if isinstance(module, LoraLayer) and hasattr(module, "get_delta_weight") \
+                    and adapter in module.lora_A:
+                key = f"{name}.weight"
+                state[key] = state[key] + module.get_delta_weight(adapter).to(state[key].dtype)
+    return state
+
+
+def save_hf_model(model: Any, directory: Path, *, merged: bool = True) -> None:
+    """``save_pretrained`` of a plain model, or of a LoRA model's base (see the docstring)."""
+    if not is_lora(model):
+        model.save_pretrained(directory)
+        return
+    model.get_base_model().save_pretrained(directory, state_dict=hf_state_dict(model,
+                                                                                merged=merged))
+
+
+class MergedView:
+    """What a consumer of ``save_pretrained`` (a generation server) gets of a LoRA model."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def save_pretrained(self, directory: str | Path) -> None:
+        """The merged HF model directory."""
+        save_hf_model(self.model, Path(directory), merged=True)
+
+
+def exported(model: Any) -> Any:
+    """``model`` itself, or a ``MergedView`` of a LoRA model."""
+    return MergedView(model) if is_lora(model) else model
+
+
+def save_adapter(model: Any, checkpoint: Path, *, merged: bool) -> None:
+    """A LoRA checkpoint's ``adapter/`` (and ``merged/`` when asked); nothing for full FT."""
+    if not is_lora(model):
+        return
+    model.save_pretrained(Path(checkpoint) / ADAPTER_DIR)
+    if merged:
+        save_hf_model(model, Path(checkpoint) / MERGED_DIR, merged=True)
+
+
+def load_adapter(model: Any, checkpoint: Path) -> bool:
+    """Restore the adapter weights of ``checkpoint`` into a LoRA ``model``; False without one.
+
+    Raises:
+        ConfigError: a LoRA model and a checkpoint without an adapter, or the reverse.
+    """
+    directory = Path(checkpoint) / ADAPTER_DIR
+    if is_lora(model) != directory.is_dir():
+        found = "an adapter" if directory.is_dir() else "no adapter"
+        raise ConfigError(f"{checkpoint} holds {found} but train.lora_rank="
+                         f"{'0' if not is_lora(model) else '>0'}: resume with the run's "
+                         f"train.lora_rank")
+    if not is_lora(model):
+        return False
+    result = set_peft_model_state_dict(model, load_peft_weights(str(directory)))
+    unexpected = getattr(result, "unexpected_keys", [])
+    if unexpected:
+        raise ValueError(f"{directory}: adapter keys the model lacks: {unexpected[:3]}")
+    return True
