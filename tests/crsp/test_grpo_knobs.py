@@ -17,9 +17,8 @@ from crsp_ops.crsp.episode import RoleSample
 from crsp_ops.crsp.loss_aggregation import step_denominator, token_weights
 from crsp_ops.crsp.lr_schedule import lr_factor
 from crsp_ops.crsp.peft_setup import prepare_policy
-from crsp_ops.crsp.policy_update import UpdateOptions, mask_rows, policy_update
+from crsp_ops.crsp.policy_update import UpdateOptions, mask_rows, policy_update, truncated_rows
 from crsp_ops.crsp.reference_kl import ReferencePolicy, kl_estimate
-from crsp_ops.crsp.selfplay_trainer import truncated_rows
 from crsp_ops.crsp.trrpg import trrpg_loss, trrpg_token_objective
 from crsp_ops.inference.completions import Completion
 from crsp_ops.inference.rollouts import Rollout, TrainingBatch

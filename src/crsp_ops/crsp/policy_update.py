@@ -85,6 +85,17 @@ def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
     return replace(batch, loss_mask=loss_mask)
 
 
+def truncated_rows(samples: Sequence[Any], rollout_keys: Sequence[tuple[str, str]]) -> list[int]:
+    """Rows of the rollouts (``(env_name, example id)`` each) whose completion hit its budget.
+
+    ``samples`` are the episode's role samples (``role``, ``task_type``, ``example_id``,
+    ``completion.finish_reason``); a rollout's env name is ``role/task_type``.
+    """
+    cut = {(f"{s.role}/{s.task_type}", s.example_id) for s in samples
+           if s.completion.finish_reason == "length"}
+    return [row for row, key in enumerate(rollout_keys) if key in cut]
+
+
 def policy_temperature(logprob_semantics: str, sampling_temperature: float) -> float:
     """Temperature the current policy's log-probs must use to match the behaviour log-probs.
 
