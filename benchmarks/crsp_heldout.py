@@ -2,7 +2,7 @@
 
 Builds the trainer exactly as ``crsp-ops train`` does (settings from ``params.yaml`` plus
 ``--set``; LIMO math rows from the synthetic generator, the last ``crsp.heldout_math`` held out),
-scores the held-out tasks greedily (``crsp.heldout.solve_checks``: the built-in held-out code
+scores the held-out tasks greedily (``crsp.heldout.score_heldout``: the built-in held-out code
 tasks and ``train.eval_math_tasks`` LIMO rows), runs ``--steps`` self-play steps, and scores them
 again. Per step: time, the step's rollouts (well-formed share, correct, rewards by outcome) and
 the process's peak resident memory during the step (sampled every 50 ms). Solve rates carry a
@@ -31,8 +31,9 @@ import psutil
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.heldout import heldout_code_tasks, solve_checks  # noqa: E402
+from crsp_ops.crsp.heldout import heldout_code_tasks, score_heldout  # noqa: E402
 from crsp_ops.crsp.limo_tasks import load_limo_result, math_tasks, split_heldout  # noqa: E402
+from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
@@ -104,16 +105,17 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, selfplay, out_dir=out,
-                                  math_tasks=math_tasks(train_rows),
-                                  heldout_math=math_tasks(heldout_rows))
+                                  tasks=math_tasks(train_rows),
+                                  heldout_tasks=math_tasks(heldout_rows))
         types = [TaskType(name) for name in settings.crsp.problem_types]
-        tasks = [*heldout_code_tasks(trainer.executor, types), *trainer.heldout_math]
+        tasks = [*heldout_code_tasks(trainer.executor, types), *trainer.heldout_tasks]
         budget = settings.train.max_new_tokens_solve
 
         def score() -> list:
             trainer.unwrapped_model.eval()
-            return solve_checks(trainer.generation.backend, tasks, trainer.executor,
-                                max_new_tokens=budget)
+            return score_heldout(trainer.generation.backend, tasks, trainer.solve_rewards,
+                                 RewardState(trainer.step, args.steps),
+                                 max_new_tokens=budget).checks
 
         before = score()
         steps = []

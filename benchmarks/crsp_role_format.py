@@ -33,8 +33,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.episode import critique, propose, solve  # noqa: E402
+from crsp_ops.crsp.episode import builtin_rewards, critique, propose, solve  # noqa: E402
 from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
     SelfPlaySettings,
     episode_options,
@@ -133,7 +134,9 @@ def main() -> None:
         result["roles"]["propose"] = summary
     if {"solve", "critique"} & set(args.roles):
         started = time.perf_counter()
-        solve_samples, _ = solve(backend, executor, tasks, options, alphas, args.seed + 1)
+        solve_samples, _ = solve(backend, tasks, options,
+                                 builtin_rewards(executor, options, alphas),
+                                 RewardState(1, 1), args.seed + 1)
         summary = share_summary([s.well_formed for s in solve_samples],
                                 [s.completion for s in solve_samples],
                                 time.perf_counter() - started, args.show)

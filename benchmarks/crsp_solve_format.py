@@ -30,8 +30,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.episode import solve  # noqa: E402
+from crsp_ops.crsp.episode import builtin_rewards, solve  # noqa: E402
 from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
     SelfPlaySettings,
     episode_options,
@@ -99,7 +100,8 @@ def main() -> None:
         options = replace(base, solver_samples=args.samples,
                           max_new_tokens={**base.max_new_tokens, "solve": budget})
         started = time.perf_counter()
-        samples, _ = solve(backend, executor, tasks, options, alphas, args.seed)
+        samples, _ = solve(backend, tasks, options, builtin_rewards(executor, options, alphas),
+                           RewardState(1, 1), args.seed)
         elapsed = time.perf_counter() - started
         if args.dump:
             with args.dump.open("a") as dump:

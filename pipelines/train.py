@@ -5,6 +5,9 @@ LIMO rows of the ``limo`` stage (``--limo``; optional: without them math tasks a
 built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics.json`` and
 ``<out>.mlflow_run.json`` beside ``--out``. Every step's metrics go to the MLflow run.
 
+Your own task (a ``prompt`` column plus any others; TRL-signature reward functions):
+    crsp-ops train --dataset data.jsonl --reward rewards.py:exact_match --out models/mine
+
 Tiny CPU run:
     crsp-ops train --model models/base --out models/crsp --set train.steps=4
     accelerate launch --multi_gpu --num_processes 2 -m pipelines.cli train  # 2 CPU procs (gloo)
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -36,6 +40,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the newest checkpoint under --out")
+    parser.add_argument("--dataset", help="train on this JSONL/CSV/Parquet file or folder "
+                        "(a 'prompt' column) instead of the built-in tasks (train.dataset)")
+    parser.add_argument("--eval-dataset", help="held-out rows scored every train.eval_interval "
+                        "steps (train.eval_dataset; default: train.eval_split_size rows of "
+                        "--dataset)")
+    parser.add_argument("--reward", action="append", default=[], metavar="SPEC[=WEIGHT]",
+                        help="a reward function, path/to/file.py:function or "
+                             "package.module:function (repeatable; replaces train.rewards)")
+
+
+def dataset_overrides(args: argparse.Namespace) -> list[str]:
+    """``--dataset``, ``--eval-dataset`` and ``--reward`` as ``train.*`` overrides.
+
+    >>> dataset_overrides(argparse.Namespace(dataset="d.jsonl", eval_dataset=None,
+    ...                                      reward=["r.py:f", "r.py:g=0.5"]))
+    ['train.dataset=d.jsonl', 'train.rewards=r.py:f,r.py:g=0.5']
+    """
+    out = [f"train.dataset={args.dataset}"] if args.dataset else []
+    if args.eval_dataset:
+        out.append(f"train.eval_dataset={args.eval_dataset}")
+    if args.reward:
+        out.append(f"train.rewards={','.join(args.reward)}")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.checkpointing import latest_checkpoint
+    from crsp_ops.crsp.dataset_tasks import load_dataset_tasks
+    from crsp_ops.crsp.reward_functions import RewardError
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
     from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
@@ -52,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.tracking import NullTracker, start_run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    resolved = load_settings(project_root(), args.overrides)
+    resolved = load_settings(project_root(), [*args.overrides, *dataset_overrides(args)])
     settings, root = resolved.settings, resolved.root
     out = root / args.out
     checkpoint = latest_checkpoint(out) if args.resume else None
@@ -61,8 +90,13 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
+    user_task = load_dataset_tasks(settings.train, root, settings.crsp.seed) \
+        if settings.train.dataset else None  # bad data or rewards fail here, before any run
     model, tokenizer = load_causal_lm(checkpoint or root / args.model)
-    train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
+    if user_task is not None:
+        train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
+    else:
+        train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
     base = root / args.model
     if checkpoint is not None and not (Path(resolve_model_dir(base)) / "config.json").is_file():
         base = checkpoint  # resumed without the base model at hand: tag what was loaded
@@ -83,14 +117,23 @@ def run(args: argparse.Namespace) -> int:
         if accelerator.is_main_process:
             record_run(out, tracker)
             tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
+            for data in (user_task.inputs if user_task else ()):
+                tracker.log_input(data.name, data.source, data.digest,
+                                  "training" if data.name == "train" else "evaluation")
         trainer = SelfPlayTrainer(
             model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                              settings.generation),
-            out_dir=out, math_tasks=train_tasks, heldout_math=heldout_tasks, tracker=tracker,
+            out_dir=out, tasks=train_tasks, heldout_tasks=heldout_tasks,
+            rewards=user_task.rewards if user_task else None, tracker=tracker,
             accelerator=accelerator)
         if checkpoint is not None:
             trainer.resume(checkpoint)
-        result = trainer.train()
+        try:
+            result = trainer.train()
+        except RewardError as error:  # the run ends FAILED; its traceback is kept beside it
+            tracker.log_text("".join(traceback.format_exception(error)),
+                             "errors/reward_traceback.txt")
+            raise
         if accelerator.is_main_process:
             summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
             # beside the model directory: DVC tracks it as a metrics file of its own

@@ -5,7 +5,7 @@ from crsp_ops.crsp.rewards import (
     CRSPReward,
     critique_reward,
     format_rule_reward,
-    format_rule_token_rewards,
+    last_token_rewards,
     learnability_reward,
     length_reward,
     solve_reward,
@@ -77,12 +77,11 @@ def test_format_rule():
     assert format_rule_reward(well_formed=True, passed=True, role_reward=0.7) == 0.7
 
 
-def test_format_rule_token_vector_puts_value_on_last_token():
-    assert format_rule_token_rewards(4, well_formed=True, passed=True, role_reward=0.3) == [
-        0.0, 0.0, 0.0, 0.3]
-    assert format_rule_token_rewards(1, well_formed=False, passed=True, role_reward=0.3) == [-1.0]
+def test_token_vector_puts_the_sequence_reward_on_the_last_token():
+    assert last_token_rewards(4, 0.3) == [0.0, 0.0, 0.0, 0.3]
+    assert last_token_rewards(1, -1.0) == [-1.0]
     with pytest.raises(ValueError, match="response_length"):
-        format_rule_token_rewards(0, well_formed=True, passed=True, role_reward=0.3)
+        last_token_rewards(0, 0.3)
 
 
 def test_crsp_reward_record():

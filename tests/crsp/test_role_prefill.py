@@ -14,7 +14,8 @@ from crsp_ops.crsp.critique_prompts import (
     creativity_grading_messages,
     critique_messages,
 )
-from crsp_ops.crsp.episode import EpisodeOptions, critique, propose, solve
+from crsp_ops.crsp.episode import EpisodeOptions, builtin_rewards, critique, propose, solve
+from crsp_ops.crsp.reward_functions import RewardState
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import (
     CODE_TASK_TYPES,
@@ -115,7 +116,8 @@ def test_episode_puts_every_prefill_back_before_parsing(executor):
     assert parse_proposal(PROPOSAL, TaskType.CODE_O, min_inputs_code_f=2) is None
     math = MathTask("What is 2 + 2?", "", "4")
     tasks = [DOUBLE, math]
-    solved, _ = solve(backend, executor, tasks, options, Alphas(0.5, 0.5), 1)
+    solved, _ = solve(backend, tasks, options,
+                      builtin_rewards(executor, options, Alphas(0.5, 0.5)), RewardState(1, 1), 1)
     assert [s.well_formed for s in solved] == [True, True]
     samples, grader_failures = critique(backend, tasks, solved, options, Alphas(0.5, 0.5), 2)
     assert [s.well_formed for s in samples] == [True, True] and grader_failures == 0

@@ -102,7 +102,7 @@ def test_math_buffer_holds_seed_problems_and_limo_rows(tiny_model_dir, small_set
     trainer = SelfPlayTrainer(
         model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                              settings.generation),
-        out_dir=tmp_path, math_tasks=[MathTask("2+3?", "2+3=5", "5")],
+        out_dir=tmp_path, tasks=[MathTask("2+3?", "2+3=5", "5")],
         accelerator=make_accelerator("no", "cpu"), generation=ScriptedGeneration(model, tokenizer))
     assert MathTask("2+3?", "2+3=5", "5") in trainer.buffers.tasks(TaskType.MATH)
     assert set(trainer.buffers.sizes()) == {"code_o", "math"}

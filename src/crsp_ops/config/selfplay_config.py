@@ -126,6 +126,13 @@ class TrainSettings:
     sample_table_interval: int
     server_reload_interval: int  # generation.backend=openai_server: restart on new weights
     mixed_precision: str  # "no" | "fp16" | "bf16"
+    # your own task (docs/training.md): rows with a prompt, scored by reward functions
+    dataset: str  # "": the built-in tasks; else a JSONL/CSV/Parquet file or folder
+    eval_dataset: str  # "": held out from train.dataset (eval_split_size rows)
+    eval_split_size: int
+    rewards: tuple[str, ...]  # SPEC[=WEIGHT] of each reward function
+    success_threshold: float = bounded(-1e9, 1e9)
+    reward_timeout_s: float = bounded(0.0, 1e6)
     # kconfig/train_scaling.kconfig (docs/scaling.md)
     lora_rank: int  # 0: full fine-tuning
     lora_alpha: float = bounded(0.0, 1e6, open_low=True)

@@ -12,7 +12,9 @@ Rewards per role (sequence level; the format rule maps malformed → −1, well-
 
 * propose: learnability ``1 − solve rate`` over the n solver samples of the proposed task
   (0 when always or never solved); "passed" = the proposal validated;
-* solve: ``alpha_s·correct + (1 − alpha_s)·length_reward``; "passed" = correct;
+* solve: the step's ``RewardSet`` (``solve_rewards``): for the built-in tasks
+  ``alpha_s·correct + (1 − alpha_s)·length_reward`` under the format rule, "passed" = correct;
+  for a dataset's rows the weighted sum of the user's reward functions, "passed" = success;
 * critique: ``alpha_c·agreement + (1 − alpha_c)·creativity`` where creativity is the policy's
   own greedy thinking-effort grade of the critique's ``<think>`` text (0 when there is none;
   agreement alone when creativity grading is off); "passed" = the verdict agrees.
@@ -34,16 +36,17 @@ from crsp_ops.crsp.critique_prompts import (
     grading_response,
 )
 from crsp_ops.crsp.executor import ExecutionStatus, SandboxExecutor
-from crsp_ops.crsp.rewards import (
-    critique_reward,
-    format_rule_reward,
-    learnability_reward,
-    length_reward,
-    solve_reward,
+from crsp_ops.crsp.reward_functions import RewardState
+from crsp_ops.crsp.rewards import critique_reward, format_rule_reward, learnability_reward
+from crsp_ops.crsp.solve_rewards import (
+    RewardSet,
+    ScoredBatch,
+    at_alphas,
+    builtin_solve_rewards,
+    reward_call,
 )
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import (
-    check_solutions,
     propose_messages,
     propose_response,
     solve_messages,
@@ -151,30 +154,40 @@ def draw_tasks(buffers: TaskBuffers, options: EpisodeOptions, rng: random.Random
             for task in buffers.sample(task_type, options.tasks_per_type, rng)]
 
 
-def solve(backend: GenerationBackend, executor: SandboxExecutor, tasks: Sequence[Task],
-          options: EpisodeOptions, alphas: Alphas, seed: int):
-    """Sample n solutions per task, check them, and score them; return solve samples + checks."""
+def builtin_rewards(executor: SandboxExecutor, options: EpisodeOptions,
+                    alphas: Alphas) -> RewardSet:
+    """CRSP's own solve reward at ``alphas``, with the options' length settings."""
+    return at_alphas(builtin_solve_rewards(
+        executor, length_max_length=options.length_max_length,
+        length_penalty_threshold=options.length_penalty_threshold), alphas)
+
+
+def solve(backend: GenerationBackend, tasks: Sequence[Task], options: EpisodeOptions,
+          rewards: RewardSet, state: RewardState, seed: int
+          ) -> tuple[list[RoleSample], ScoredBatch | None]:
+    """Sample n responses per task and score them with ``rewards``; return the solve samples.
+
+    A built-in task and a dataset row travel the same road: the conversation is
+    ``solve_messages(task)``, the reward functions get TRL's arguments (``reward_call``).
+    """
     n = options.solver_samples
     flat_tasks = [task for task in tasks for _ in range(n)]
+    if not flat_tasks:
+        return [], None
     conversations = [solve_messages(task) for task in flat_tasks]
     completions = backend.generate(conversations, _sampling(options, "solve", seed))
-    responses = [solve_response(m, c.text) for m, c in zip(conversations, completions,
-                                                           strict=True)]
-    checks = check_solutions(flat_tasks, responses, executor)
+    scored = rewards.score(reward_call(flat_tasks, completions, state))
     samples = []
-    for index, (task, messages, completion, check) in enumerate(
-            zip(flat_tasks, conversations, completions, checks, strict=True)):
-        length = length_reward(completion.response_tokens, max_length=options.length_max_length,
-                               penalty_threshold=options.length_penalty_threshold)
-        role = solve_reward(float(check.correct), length, alphas.alpha_s)
-        reward = format_rule_reward(well_formed=check.well_formed, passed=check.correct,
-                                    role_reward=role)
+    for index, (task, messages, completion) in enumerate(
+            zip(flat_tasks, conversations, completions, strict=True)):
+        extra = {name: values[index] for name, values in scored.extra.items()}
         samples.append(RoleSample(
             "solve", task.task_type.value, f"solve/{index // n}/{index % n}", tuple(messages),
-            completion, reward, role, check.well_formed, check.correct,
-            {"task_index": index // n, "answer": check.answer, "detail": check.detail,
-             "length_reward": length, "family": task_family(task)}))
-    return samples, checks
+            completion, scored.totals[index], scored.role_rewards[index],
+            scored.well_formed[index], scored.passed[index],
+            {"task_index": index // n, "family": task_family(task),
+             "rewards": scored.sample_values(index), **extra}))
+    return samples, scored
 
 
 def proposer_samples(conversations, completions, checks, types, solve_samples,
@@ -259,8 +272,8 @@ def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: S
 
 
 def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: TaskBuffers,
-                options: EpisodeOptions, *, step: int, alphas: Alphas, rng: random.Random,
-                seed: int) -> Episode:
+                options: EpisodeOptions, *, rewards: RewardSet, state: RewardState, step: int,
+                alphas: Alphas, rng: random.Random, seed: int) -> Episode:
     """Generate and score one step of self-play (see the module docstring).
 
     Args:
@@ -268,6 +281,8 @@ def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: 
         executor: the sandbox.
         buffers: where reference and solve tasks are drawn from (not modified here).
         options: sizes, budgets and reward settings.
+        rewards: the solve step's reward functions (``solve_rewards``).
+        state: what the reward functions see as ``trainer_state``.
         step: training step (decides which code types are proposed).
         alphas: the schedule's weights at this step.
         rng: draws tasks.
@@ -280,14 +295,19 @@ def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: 
         backend, executor, buffers, options, step, rng, seed)
     new_tasks = [check.task for check in checks if check.valid]
     tasks = [*new_tasks, *draw_tasks(buffers, options, rng)]
-    solve_samples, solution_checks = solve(backend, executor, tasks, options, alphas, seed + 1)
+    solve_samples, scored = solve(backend, tasks, options, at_alphas(rewards, alphas),
+                                  state, seed + 1)
     propose_samples = proposer_samples(conversations, completions, checks, types, solve_samples,
                                        options)
     critique_samples, grader_failures = critique(backend, tasks, solve_samples, options, alphas,
                                                  seed + 2)
     failures = sum(_is_executor_failure(c.detail) for c in checks if c.well_formed)
-    failures += sum(_is_executor_failure(c.detail) for c in solution_checks)
+    failures += sum(_is_executor_failure(str(s.info.get("detail", ""))) for s in solve_samples)
     counters = {
+        **{f"reward_seconds/{name}": seconds
+           for name, seconds in (scored.seconds.items() if scored else ())},
+        **{f"reward_logged/{name}": value
+           for name, value in (scored.logged.items() if scored else ())},
         "executor/failures": float(failures),
         "proposals/count": float(len(checks)),
         "proposals/valid": float(len(new_tasks)),

@@ -1,4 +1,7 @@
-"""Held-out evaluation: greedy solve rate on code tasks never in the buffers and on LIMO rows.
+"""Held-out evaluation: greedy solve rate on held-out tasks, scored by the step's reward set.
+
+The tasks are code tasks never in the buffers, held-out math rows, or held-out dataset rows;
+``score_heldout`` scores them as a training step scores its samples (``solve_rewards``).
 
 The code tasks' truths are not written down: ``heldout_code_tasks`` runs each program in the
 sandbox and records what it returns, exactly as proposals become tasks.
@@ -7,11 +10,14 @@ sandbox and records what it returns, exactly as proposals become tasks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
-from crsp_ops.crsp.tasks import SolutionCheck, check_solutions, solve_messages, solve_response
+from crsp_ops.crsp.reward_functions import RewardState
+from crsp_ops.crsp.solve_rewards import RewardSet, reward_call
+from crsp_ops.crsp.tasks import SolutionCheck, solve_messages
 from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
@@ -68,14 +74,34 @@ def solve_rates(tasks: Sequence[Task], correct: Sequence[bool]) -> dict[str, flo
     return {name: hits / count for name, (hits, count) in totals.items()}
 
 
-def solve_checks(backend: GenerationBackend, tasks: Sequence[Task], executor: SandboxExecutor,
-                 *, max_new_tokens: int) -> list[SolutionCheck]:
-    """Greedy solutions of ``tasks`` (the trainer's solve conversation), checked; one per task."""
+@dataclass(frozen=True)
+class HeldOutScores:
+    """One greedy evaluation: the metrics and each task's verdict (for paired comparisons)."""
+
+    metrics: dict[str, float]
+    checks: list[SolutionCheck]  # well_formed and correct (= passed) per task
+    rewards: list[float]  # each task's total reward
+
+
+def score_heldout(backend: GenerationBackend, tasks: Sequence[Task], rewards: RewardSet,
+                  state: RewardState, *, max_new_tokens: int) -> HeldOutScores:
+    """Greedy solutions of ``tasks`` (the trainer's solve conversation), scored by ``rewards``.
+
+    The same road as a training step's solve: ``solve_messages`` then the reward set.
+    """
+    if not tasks:
+        return HeldOutScores({}, [], [])
     params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, top_p=1.0)
-    conversations = [solve_messages(task) for task in tasks]
-    completions = backend.generate(conversations, params)
-    responses = [solve_response(m, c.text) for m, c in zip(conversations, completions, strict=True)]
-    return check_solutions(tasks, responses, executor)
+    completions = backend.generate([solve_messages(task) for task in tasks], params)
+    scored = rewards.score(reward_call(tasks, completions, state))
+    checks = [SolutionCheck(formed, passed, "") for formed, passed in
+              zip(scored.well_formed, scored.passed, strict=True)]
+    metrics = heldout_metrics(tasks, checks)
+    for name, values in {**scored.values, "total": scored.totals}.items():
+        applied = [value for value in values if value is not None]
+        if applied:
+            metrics.update(_with_interval(f"reward/{name}", applied))
+    return HeldOutScores(metrics, checks, list(scored.totals))
 
 
 def _with_interval(name: str, values: Sequence[float]) -> dict[str, float]:
@@ -108,23 +134,3 @@ def heldout_metrics(tasks: Sequence[Task], checks: Sequence[SolutionCheck]) -> d
                  {"solve_rate_well_formed": 0.0})
     rates["heldout_tasks"] = float(len(tasks))
     return rates
-
-
-def evaluate_solve_rate(backend: GenerationBackend, tasks: Sequence[Task],
-                        executor: SandboxExecutor, *, max_new_tokens: int) -> dict[str, float]:
-    """Greedy solve rate per task type, plus ``all`` and ``well_formed`` (format rate).
-
-    Args:
-        backend: generates the solutions.
-        tasks: held-out tasks.
-        executor: checks code answers.
-        max_new_tokens: response budget.
-
-    Returns:
-        ``heldout_metrics``: ``{"code_o": ..., "math": ..., "all": ..., "all_ci_low": ...,
-        "well_formed": ..., "solve_rate_well_formed": ..., ...}``.
-    """
-    if not tasks:
-        return {}
-    return heldout_metrics(tasks, solve_checks(backend, tasks, executor,
-                                               max_new_tokens=max_new_tokens))

@@ -150,27 +150,16 @@ def format_rule_reward(*, well_formed: bool, passed: bool, role_reward: float) -
     return role_reward
 
 
-def format_rule_token_rewards(response_length: int, *, well_formed: bool, passed: bool,
-                              role_reward: float) -> list[float]:
-    """The format-rule reward as a per-token vector: the value on the last response token.
+def last_token_rewards(response_length: int, reward: float) -> list[float]:
+    """A sequence reward as a per-token vector: ``reward`` on the last token, 0 elsewhere.
 
-    Args:
-        response_length: number of response tokens (>= 1).
-        well_formed: see ``format_rule_reward``.
-        passed: see ``format_rule_reward``.
-        role_reward: see ``format_rule_reward``.
-
-    Returns:
-        ``response_length`` floats, all 0 except the last.
-
-    >>> format_rule_token_rewards(3, well_formed=True, passed=False, role_reward=0.9)
-    [0.0, 0.0, -0.5]
+    >>> last_token_rewards(3, 0.75)
+    [0.0, 0.0, 0.75]
     """
     if response_length < 1:
         raise ValueError(f"response_length must be >= 1, got {response_length}")
     rewards = [0.0] * response_length
-    rewards[-1] = format_rule_reward(well_formed=well_formed, passed=passed,
-                                     role_reward=role_reward)
+    rewards[-1] = reward
     return rewards
 
 

@@ -4,7 +4,7 @@ Each backend completion goes straight to ``InferenceContext.create_rollout_from_
 which tokenizes the prompt with the chat template, checks it against the ids the engine used,
 and takes the response ids with their logprobs as the engine returned them (no round trip
 through an OpenAI-shaped dict). The sequence reward sits on the last response token (the format
-rule's placement).
+rule's placement, for every role and for a dataset's summed rewards).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from crsp_ops.crsp.advantages import baseline_group
 from crsp_ops.crsp.episode import RoleSample
-from crsp_ops.crsp.rewards import format_rule_token_rewards
+from crsp_ops.crsp.rewards import last_token_rewards
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import Rollout
 
@@ -42,9 +42,7 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
     for sample in samples:
         completion = sample.completion
         try:
-            token_rewards = format_rule_token_rewards(
-                completion.response_tokens, well_formed=sample.well_formed,
-                passed=sample.passed, role_reward=sample.role_reward)
+            token_rewards = last_token_rewards(completion.response_tokens, sample.reward)
             rollout = context.create_rollout_from_completion(
                 list(sample.messages), completion,
                 env_name=f"{sample.role}/{sample.task_type}", env_example_id=sample.example_id,

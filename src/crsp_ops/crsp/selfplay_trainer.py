@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from crsp_ops.atomic_io import atomic_write_json
+from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.accelerator import make_accelerator
@@ -45,14 +46,33 @@ from crsp_ops.crsp.checkpointing import (
     rng_state,
     save_checkpoint,
 )
-from crsp_ops.crsp.episode import Episode, EpisodeOptions, run_episode
+from crsp_ops.crsp.dynamic_sampling import refill
+from crsp_ops.crsp.episode import Episode, EpisodeOptions, run_episode, solve
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
 from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
-from crsp_ops.crsp.heldout import evaluate_solve_rate, heldout_code_tasks
+from crsp_ops.crsp.heldout import heldout_code_tasks, score_heldout
 from crsp_ops.crsp.learning_curve import CurvePoint, curve_point, save_curve_figure
-from crsp_ops.crsp.policy_update import UpdateOptions, policy_temperature, policy_update
+from crsp_ops.crsp.lr_schedule import lr_factor, set_learning_rate
+from crsp_ops.crsp.peft_setup import (
+    exported,
+    load_adapter,
+    parameter_counts,
+    prepare_policy,
+    save_adapter,
+    save_hf_model,
+)
+from crsp_ops.crsp.policy_update import (
+    UpdateOptions,
+    mask_rows,
+    policy_temperature,
+    policy_update,
+    truncated_rows,
+)
 from crsp_ops.crsp.rank_metrics import global_metrics
+from crsp_ops.crsp.reference_kl import ReferencePolicy
+from crsp_ops.crsp.reward_functions import RewardState
 from crsp_ops.crsp.rollout_building import build_rollouts
+from crsp_ops.crsp.solve_rewards import RewardSet, at_alphas, builtin_solve_rewards
 from crsp_ops.crsp.step_metrics import (
     episode_metrics,
     family_solve_counts,
@@ -61,7 +81,13 @@ from crsp_ops.crsp.step_metrics import (
 )
 from crsp_ops.crsp.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import starter_tasks
-from crsp_ops.crsp.tasks.task_types import MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import (
+    CODE_TASK_TYPES,
+    MathTask,
+    PromptTask,
+    Task,
+    TaskType,
+)
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker
@@ -122,11 +148,33 @@ def episode_options(settings: SelfPlaySettings) -> EpisodeOptions:
 def update_options(settings: SelfPlaySettings) -> UpdateOptions:
     """Loss and optimisation settings from the config sections."""
     train = settings.train
+    low, high = train.ratio_clips
+    ratio_clip = (low, high) if (low, high) != (train.ratio_clip,) * 2 else train.ratio_clip
     return UpdateOptions(
         algorithm=get_algorithm(train.algorithm_name), betas=train.betas,
-        log_ratio_clamp=train.log_ratio_clamp, ratio_clip=train.ratio_clip or None,
+        log_ratio_clamp=train.log_ratio_clamp, ratio_clip=ratio_clip if low or high else None,
         advantage_eps=settings.reward.advantage_eps, micro_batch_size=train.micro_batch_size,
-        update_epochs=train.update_epochs, max_grad_norm=train.max_grad_norm)
+        update_epochs=train.update_epochs, max_grad_norm=train.max_grad_norm,
+        loss_aggregation=train.loss_aggregation, constant_normalizer=train.constant_normalizer,
+        ref_kl_coef=train.ref_kl_coef, ref_kl_estimator=train.ref_kl_estimator)
+
+
+def schedule_record(settings: SelfPlaySettings) -> dict[str, Any]:
+    """What fixes a run's alpha and learning-rate schedules (checkpointed, checked on resume).
+
+    ``steps`` is recorded only where a schedule depends on it.
+    """
+    reward, train = settings.reward, settings.train
+    alpha_moves = reward.alpha_decay_enabled and reward.alpha_schedule != "constant"
+    record: dict[str, Any] = {
+        "alpha_schedule": reward.alpha_schedule if alpha_moves else "constant",
+        "alpha_end": [reward.alpha_s_end, reward.alpha_c_end],
+        "lr_schedule": train.lr_schedule, "lr_warmup_steps": train.lr_warmup_steps,
+        "steps": train.steps if alpha_moves or train.lr_schedule != "constant" else None}
+    if alpha_moves:
+        record["alpha_start"] = [reward.alpha_s_start, reward.alpha_c_start]
+    return record
+
 
 
 def make_executor(crsp: CrspSettings) -> SandboxExecutor:
@@ -140,8 +188,15 @@ def make_executor(crsp: CrspSettings) -> SandboxExecutor:
                            determinism_runs=crsp.executor_determinism_runs)
 
 
-def make_buffers(crsp: CrspSettings, math_tasks: Sequence[MathTask]) -> TaskBuffers:
-    """Buffers of the configured types: built-in seeds, plus the LIMO rows for math."""
+def make_buffers(crsp: CrspSettings, tasks: Sequence[Task]) -> TaskBuffers:
+    """Buffers of the configured types: built-in seeds plus the math rows in ``tasks``.
+
+    A dataset's rows (``PromptTask``) replace the built-in tasks: one buffer holds them all.
+    """
+    rows = [task for task in tasks if isinstance(task, PromptTask)]
+    if rows:
+        return TaskBuffers({TaskType.DATASET: rows}, capacity=len(rows))
+    math_tasks = [task for task in tasks if isinstance(task, MathTask)]
     seeds: dict[TaskType, list[Task]] = {}
     for name in crsp.problem_types:
         task_type = TaskType(name)
@@ -160,16 +215,21 @@ class SelfPlayTrainer:
         tokenizer: its tokenizer with a chat template.
         settings: the ``crsp``, ``reward`` and ``train`` config sections.
         out_dir: final model, checkpoints and summaries go here.
-        math_tasks: LIMO rows (training split) added to the math buffer.
-        heldout_math: held-out LIMO rows for evaluation.
+        tasks: math rows (LIMO or edge; training split) added to the math buffer, or a
+            dataset's rows (``PromptTask``), which replace the built-in tasks: the steps then
+            only solve them (no proposals, no critiques).
+        heldout_tasks: held-out math or dataset rows for evaluation.
+        rewards: the solve step's reward functions; default CRSP's own
+            (``solve_rewards.builtin_solve_rewards``). A dataset needs its own.
         tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
         accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
         generation: default from ``generation.backend`` (in-process or a managed server).
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
-                 out_dir: str | Path, math_tasks: Sequence[MathTask] = (),
-                 heldout_math: Sequence[MathTask] = (), tracker: Tracker | None = None,
+                 out_dir: str | Path, tasks: Sequence[Task] = (),
+                 heldout_tasks: Sequence[Task] = (), rewards: RewardSet | None = None,
+                 tracker: Tracker | None = None,
                  accelerator: Any | None = None,
                  generation: PolicyGeneration | None = None) -> None:
         self.settings = settings
@@ -178,17 +238,34 @@ class SelfPlayTrainer:
         self.tracker = tracker or NullTracker()
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision,
                                                            "auto")
-        optimizer = torch.optim.AdamW(model.parameters(), lr=settings.train.learning_rate,
+        model = prepare_policy(model, settings.train)  # LoRA / activation checkpointing
+        self.trainable_params, self.total_params = parameter_counts(model)
+        # the initial policy: the adapter switched off, or a frozen copy (before any update)
+        self.reference = ReferencePolicy(model).to(self.accelerator.device) \
+            if settings.train.ref_kl_coef > 0 else None
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=settings.train.learning_rate,
                                       weight_decay=settings.train.weight_decay)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self._own_generation = generation is None
         self.step = 0
         self.rng = random.Random(settings.crsp.seed + self.accelerator.process_index)
         self.schedule = make_alpha_schedule_from(settings.reward)
         self.episode_options = episode_options(settings)
+        if any(isinstance(task, PromptTask) for task in tasks):  # a dataset: solve its rows
+            self.episode_options = replace(self.episode_options, proposals=0,
+                                           critiques_per_task=0,
+                                           problem_types=(TaskType.DATASET,))
         self.update_options = update_options(settings)
         self.executor = make_executor(settings.crsp)
-        self.buffers = make_buffers(settings.crsp, math_tasks)
-        self.heldout_math = list(heldout_math)[: settings.train.eval_math_tasks]
+        self.buffers = make_buffers(settings.crsp, tasks)
+        self.solve_rewards = rewards or builtin_solve_rewards(
+            self.executor, length_max_length=settings.reward.length_max_length,
+            length_penalty_threshold=settings.reward.length_penalty_threshold,
+            timeout_s=settings.train.reward_timeout_s)
+        self.heldout_tasks = [task for task in heldout_tasks if isinstance(task, PromptTask)] \
+            or [task for task in heldout_tasks if isinstance(task, MathTask)][
+                : settings.train.eval_math_tasks]
         self.context = InferenceContext(tokenizer, logprob_semantics="processed")
         self.generation = generation or self._default_generation()
         # in-process samples come from the very weights being trained: ratio exactly 1
@@ -197,6 +274,7 @@ class SelfPlayTrainer:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.solve_samples = 0  # solve responses generated for training (the curve's x axis)
         self.curve: list[CurvePoint] = []
+        self.heldout_verdicts: list[list[bool]] = []  # per evaluation: each held-out task
 
     # ---- setup ---------------------------------------------------------------------------
 
@@ -208,8 +286,11 @@ class SelfPlayTrainer:
     def _default_generation(self) -> PolicyGeneration:
         generation = self.settings.generation
         if generation.backend == "openai_server":
+            served = self.out_dir / "served"  # one directory per rank: no two writers
+            if self.accelerator.num_processes > 1:
+                served = served / f"rank-{self.accelerator.process_index}"
             return ServerGeneration(
-                self.unwrapped_model, self.tokenizer, weights_root=self.out_dir / "served",
+                exported(self.unwrapped_model), self.tokenizer, weights_root=served,
                 generation=generation, rank=self.accelerator.process_index,
                 reload_interval=self.settings.train.server_reload_interval, step=self.step)
         device = self.accelerator.device  # cpu:N under a multi-CPU (gloo) launch: just "cpu"
@@ -218,17 +299,30 @@ class SelfPlayTrainer:
                                    batch_size=generation.batch_size)
 
     def resume(self, checkpoint: str | Path | None = None) -> int:
-        """Restore optimizer, step, buffers and RNG from ``checkpoint`` (default: the latest).
+        """Restore optimizer, step, buffers, RNG and a LoRA adapter from ``checkpoint``.
 
-        The model weights are loaded by whoever built the model (from the same directory).
+        ``checkpoint`` defaults to the latest. The model's base weights are loaded by whoever
+        built the model (from the same directory); a LoRA adapter from its ``adapter/``.
 
         Returns:
             The step to continue after (0 when there is no checkpoint).
+
+        Raises:
+            ConfigError: ``train.steps`` (or the alpha schedule) differs from the checkpoint's
+                run, which would shift the schedule; or ``train.lora_rank`` does not match.
         """
         checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(self.out_dir)
         if checkpoint is None:
             return 0
         state = load_trainer_state(checkpoint)
+        recorded, now = state.get("schedules"), schedule_record(self.settings)
+        if recorded is not None and recorded != now:
+            changed = {k: (recorded.get(k), now.get(k)) for k in {*recorded, *now}
+                       if recorded.get(k) != now.get(k)}
+            raise ConfigError(f"{checkpoint}: resuming with other schedule settings would shift "
+                              f"the alpha/lr schedules (checkpoint vs now: {changed}); resume "
+                              f"with the run's train.steps, reward.alpha_* and train.lr_*")
+        load_adapter(self.unwrapped_model, checkpoint)
         self.optimizer.load_state_dict(state["optimizer"])
         self.buffers.load_state(state["buffers"])
         restore_rng(state["rng"], self.rng)
@@ -239,6 +333,10 @@ class SelfPlayTrainer:
                       for row in state.get("curve", [])]
         if self.accelerator.process_index:  # the checkpoint holds rank 0's RNG: others derive
             self.rng.seed(f"{self.settings.crsp.seed}:{self.step}:{self.accelerator.process_index}")
+        if self._own_generation and isinstance(self.generation, ServerGeneration):
+            self.generation.close()  # it serves the weights before the adapter was restored
+            self.generation = self._default_generation()  # labelled with the resumed step
+        self.generation.policy_step = self.step  # policy_lag continues from the resumed step
         logger.info("resumed from %s at step %d", checkpoint, self.step)
         return self.step
 
@@ -282,17 +380,22 @@ class SelfPlayTrainer:
         self.unwrapped_model.eval()
         episode = run_episode(
             self.generation.backend, self.executor, self.buffers, self.episode_options,
+            rewards=self.solve_rewards, state=RewardState(step, self.settings.train.steps),
             step=step, alphas=alphas, rng=self.rng,
             seed=self.settings.crsp.seed * 1_000_003 + step * 7 + self.accelerator.process_index)
+        if self.settings.train.dynamic_sampling:
+            episode = self._dynamic_sampling(episode, step, alphas)
         generated = time.perf_counter()
         update = self._update(episode)
         updated = time.perf_counter()
         self.buffers.add(episode.new_tasks)
         self.solve_samples += sum(sample.role == "solve" for sample in episode.samples)
-        reloaded = self.generation.sync(step, self.unwrapped_model)
+        self.solve_samples += int(episode.counters.get("dynamic_sampling/dropped_samples", 0))
+        reloaded = self.generation.sync(step, exported(self.unwrapped_model))
         elapsed = time.perf_counter() - started
         metrics = {
-            **episode_metrics(episode, self.settings.crsp.problem_types), **update,
+            **episode_metrics(episode, [t.value for t in self.episode_options.problem_types]),
+            **update,
             "alpha_s": alphas.alpha_s, "alpha_c": alphas.alpha_c,
             "perf/step_time_s": elapsed, "perf/generation_s": generated - started,
             "perf/update_s": updated - generated, "generation/reloaded": float(reloaded),
@@ -302,17 +405,43 @@ class SelfPlayTrainer:
                                         ) / max(elapsed, 1e-9)
         return metrics, episode
 
+    def _dynamic_sampling(self, episode: Episode, step: int, alphas: Alphas) -> Episode:
+        """Drop the flat solve groups and refill them from more buffer tasks (dynamic_sampling)."""
+        seed = self.settings.crsp.seed * 1_000_003 + step * 7 + self.accelerator.process_index
+
+        def solve_more(task_types: list[str], round_index: int):
+            tasks = [self.buffers.sample(TaskType(name), 1, self.rng)[0] for name in task_types]
+            samples, _ = solve(self.generation.backend, tasks, self.episode_options,
+                               at_alphas(self.solve_rewards, alphas),
+                               RewardState(step, self.settings.train.steps),
+                               seed + 1_000 * (round_index + 1))
+            return samples
+
+        samples, counters = refill(episode.samples, solve_more,
+                                   max_rounds=self.settings.train.dynamic_sampling_max_rounds)
+        return replace(episode, samples=tuple(samples), counters={**episode.counters, **counters})
+
     def _update(self, episode: Episode) -> dict[str, float]:
+        train = self.settings.train
         step_rollouts = build_rollouts(episode.samples, self.context,
                                        baseline=self.settings.train.advantage_baseline)
         context_stats = {f"context/{k}": float(v) for k, v in self.context.stats().items()}
         self.context.reset_stats()
+        truncated = truncated_rows(episode.samples, [(r.env_name, r.env_example_id)
+                                                     for r in step_rollouts.rollouts])
+        lr = set_learning_rate(self.optimizer, train.learning_rate, lr_factor(
+            self.step + 1, total=train.steps, warmup=train.lr_warmup_steps,
+            schedule=train.lr_schedule))
         base = {"rollouts/count": float(len(step_rollouts.rollouts)),
                 "rollouts/skipped": float(step_rollouts.skipped), **context_stats,
+                "rollouts/truncated": float(len(truncated)), "lr": lr,
+                "model/trainable_params": float(self.trainable_params),
                 "generation/policy_lag": float(self.step - self.generation.policy_step)}
         batch = None
         if step_rollouts.rollouts:
             batch = TrainingBatch.from_rollouts(step_rollouts.rollouts, pad_token_id=self.pad_id)
+            if train.mask_truncated:  # they keep their reward in the baseline, train nothing
+                batch = mask_rows(batch, truncated)
         elif self.accelerator.num_processes > 1:  # the other ranks' update needs this one
             logger.warning("rank %d: step %d produced no trainable rollout; joining the update "
                            "with a zero loss", self.accelerator.process_index, self.step + 1)
@@ -324,7 +453,7 @@ class SelfPlayTrainer:
                 step_rollouts.baseline_groups, self.update_options,
                 temperature=policy_temperature(
                     "raw" if batch is None else batch.logprob_semantics,
-                    self.settings.train.temperature))
+                    self.settings.train.temperature), reference=self.reference)
         if not update:
             logger.warning("step %d produced no trainable rollout; no update", self.step + 1)
             return base
@@ -360,20 +489,24 @@ class SelfPlayTrainer:
     # ---- evaluation, checkpoints, output -------------------------------------------------
 
     def evaluate(self) -> dict[str, float]:
-        """Greedy held-out solve rate per type (``eval/solve_rate/<type>``), with intervals.
+        """Greedy held-out scores: ``eval/solve_rate/<type>`` and ``eval/reward/<name>``.
 
-        Each evaluation is also a point of the run's learning curve (``save_curve``).
+        Each with its 95% interval; each evaluation is also a point of the run's learning
+        curve (``save_curve``), and its per-task verdicts are kept in ``heldout_verdicts``.
         """
-        types = [TaskType(name) for name in self.settings.crsp.problem_types]
-        tasks: list[Task] = [*heldout_code_tasks(self.executor, types)]
-        if TaskType.MATH in types:
-            tasks += self.heldout_math
+        types = [t for t in self.episode_options.problem_types if t in CODE_TASK_TYPES]
+        tasks: list[Task] = [*heldout_code_tasks(self.executor, types), *self.heldout_tasks]
         self.unwrapped_model.eval()
-        rates = evaluate_solve_rate(self.generation.backend, tasks, self.executor,
-                                    max_new_tokens=self.settings.train.max_new_tokens_solve)
-        if "all" in rates:
-            self.curve.append(curve_point(self.step, self.solve_samples, rates))
-        return {f"eval/solve_rate/{name}": rate for name, rate in rates.items()}
+        step = max(self.step, 1)
+        scores = score_heldout(
+            self.generation.backend, tasks, at_alphas(self.solve_rewards, self.alphas(step)),
+            RewardState(self.step, self.settings.train.steps),
+            max_new_tokens=self.settings.train.max_new_tokens_solve)
+        if "all" in scores.metrics:
+            self.curve.append(curve_point(self.step, self.solve_samples, scores.metrics))
+            self.heldout_verdicts.append([check.correct for check in scores.checks])
+        return {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}": value
+                for name, value in scores.metrics.items()}
 
     def save_curve(self) -> Path | None:
         """Write ``learning_curve.json`` and its figure to the output dir and the run."""
@@ -394,14 +527,20 @@ class SelfPlayTrainer:
         state = {"step": self.step, "optimizer": self.optimizer.state_dict(),
                  "buffers": self.buffers.state(), "rng": rng_state(self.rng),
                  "solve_samples": self.solve_samples,
-                 "curve": [point.to_row() for point in self.curve]}
-        return save_checkpoint(self.out_dir, self.step, self.unwrapped_model, self.tokenizer,
-                               state, keep=self.settings.train.keep_checkpoints)
+                 "curve": [point.to_row() for point in self.curve],
+                 "schedules": schedule_record(self.settings)}
+        model = self.unwrapped_model
+        return save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
+                               keep=self.settings.train.keep_checkpoints,
+                               save_model=lambda staging: (
+                                   save_hf_model(model, staging, merged=False),
+                                   save_adapter(model, staging,
+                                                merged=self.settings.train.lora_save_merged)))
 
     def save_model(self, out_dir: Path) -> Path:
-        """Save the final HF model dir and ``train_summary.json`` into ``out_dir``."""
+        """Save the final HF model dir (LoRA merged in) and ``train_summary.json``."""
         if self.accelerator.is_main_process:
-            self.unwrapped_model.save_pretrained(out_dir)
+            save_hf_model(self.unwrapped_model, Path(out_dir), merged=True)
             self.tokenizer.save_pretrained(out_dir)
             summary = {"steps": self.step, "algorithm": self.settings.train.algorithm_name}
             (Path(out_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2))

@@ -8,6 +8,7 @@ from typing import Any
 
 from crsp_ops.config.selfplay_config import ROLES
 from crsp_ops.crsp.episode import Episode, RoleSample
+from crsp_ops.crsp.solve_rewards import reward_means
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -20,6 +21,7 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
     """Per-role reward mean/std and response length, solve rate per type, proposal validity.
 
     Roles or types without samples this step report 0 so every key exists at every step.
+    Each solve reward function adds ``reward/<name>/mean|std`` over the samples it applied to.
 
     Args:
         episode: the scored step.
@@ -43,6 +45,10 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
         metrics[f"solve_rate/{task_type}"] = _mean_std(solved)[0]
     for family, (hits, total) in family_solve_counts(episode).items():
         metrics[f"solve_rate/family/{family}"] = hits / total
+    solve_rewards = [s.info["rewards"] for s in episode.samples
+                     if s.role == "solve" and "rewards" in s.info]
+    for name, (mean, std) in reward_means(solve_rewards).items():  # each reward function's
+        metrics[f"reward/{name}/mean"], metrics[f"reward/{name}/std"] = mean, std
     metrics["solve/flat_task_share"] = flat_task_share(
         [(s.info["task_index"], s.passed) for s in episode.samples if s.role == "solve"])
     count = episode.counters.get("proposals/count", 0.0)

@@ -98,6 +98,10 @@ class StepProgress(Tracker):
         """Forward."""
         self.inner.log_figure(figure, artifact_file)
 
+    def log_input(self, name: str, source: str, digest: str, context: str) -> None:
+        """Forward."""
+        self.inner.log_input(name, source, digest, context)
+
     def flush(self) -> None:
         """Forward."""
         self.inner.flush()

@@ -66,6 +66,9 @@ class Tracker:
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """Store a matplotlib figure as an image artifact."""
 
+    def log_input(self, name: str, source: str, digest: str, context: str) -> None:
+        """Record a dataset the run read (MLflow's dataset inputs: name, source, digest)."""
+
     def flush(self) -> None:
         """Write buffered metrics now."""
 
@@ -163,6 +166,17 @@ class MlflowTracker(Tracker):
             local = Path(tmp) / Path(artifact_file).name
             figure.savefig(local, dpi=100, bbox_inches="tight")
             self._send_artifact(local, _parent(artifact_file))
+
+    @override
+    def log_input(self, name: str, source: str, digest: str, context: str) -> None:
+        from mlflow.data.artifact_dataset_sources import LocalArtifactDatasetSource
+        from mlflow.data.meta_dataset import MetaDataset
+        from mlflow.entities import DatasetInput, InputTag
+
+        dataset = MetaDataset(LocalArtifactDatasetSource(source), name=name, digest=digest)
+        entity = DatasetInput(dataset._to_mlflow_entity(),
+                              tags=[InputTag("mlflow.data.context", context)])
+        self._write(self.client.log_inputs, self.run_id, datasets=[entity])
 
     def _send_artifact(self, path: Path, artifact_path: str | None) -> None:
         """Upload a (redacted) file or directory; kept for later if the server is away."""

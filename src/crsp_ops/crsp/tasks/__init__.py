@@ -25,10 +25,18 @@ from crsp_ops.crsp.tasks.proposals import (
     validate_proposals,
 )
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
-from crsp_ops.crsp.tasks.task_types import CODE_TASK_TYPES, CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import (
+    CODE_TASK_TYPES,
+    CodeTask,
+    MathTask,
+    PromptTask,
+    Task,
+    TaskType,
+)
 
 __all__ = [
-    "CODE_TASK_TYPES", "CodeTask", "MathTask", "ProposalCheck", "ProposalDraft", "SolutionCheck",
+    "CODE_TASK_TYPES", "CodeTask", "MathTask", "PromptTask", "ProposalCheck", "ProposalDraft",
+    "SolutionCheck",
     "Task", "TaskType", "check_solutions", "extract_answer", "judge_execution", "literal_equal",
     "math_answers_match", "parse_proposal", "propose_messages", "propose_prompt",
     "propose_response", "starter_tasks", "solve_messages", "solve_prompt", "solve_response",

@@ -195,6 +195,20 @@ def _answer_usable(task: Task, answer: str) -> bool:
     return True
 
 
+def usable_answer(task: Task, response: str) -> str | None:
+    """The answer of a well-formed solver response (``<think>`` and a usable ``<answer>``).
+
+    >>> usable_answer(MathTask("1+1?", "", "2"), "<think>1+1</think><answer>2</answer>")
+    '2'
+    >>> usable_answer(MathTask("1+1?", "", "2"), "2") is None
+    True
+    """
+    answer = solver_answer(response)
+    if extract_think(response) is None or answer is None or not _answer_usable(task, answer):
+        return None
+    return answer
+
+
 def check_solutions(tasks: Sequence[Task], responses: Sequence[str],
                     executor: SandboxExecutor) -> list[SolutionCheck]:
     """Check solver responses against their tasks; runs code answers in one sandbox batch.
@@ -212,8 +226,8 @@ def check_solutions(tasks: Sequence[Task], responses: Sequence[str],
     checks: list[SolutionCheck | None] = [None] * len(tasks)
     pending: list[tuple[int, ExecutionJob]] = []
     for index, (task, response) in enumerate(zip(tasks, responses, strict=True)):
-        answer = solver_answer(response)
-        if extract_think(response) is None or answer is None or not _answer_usable(task, answer):
+        answer = usable_answer(task, response)
+        if answer is None:
             checks[index] = SolutionCheck(False, False, "", "missing <think> or usable <answer>")
         elif isinstance(task, MathTask):
             checks[index] = SolutionCheck(True, math_answer_correct(answer, task), answer)

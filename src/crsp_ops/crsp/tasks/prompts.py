@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, PromptTask, Task, TaskType
 from crsp_ops.inference.backend import Message
-from crsp_ops.inference.hf_chat import assistant_prefill
+from crsp_ops.inference.hf_chat import as_messages, assistant_prefill
 
 RESPONSE_FORMAT = ("Reason step by step inside <think> and </think>, then give only the final "
                    "answer inside <answer> and </answer>.")
@@ -90,6 +90,9 @@ def task_statement(task: Task) -> str:
     """
     if isinstance(task, MathTask):
         return task.question
+    if isinstance(task, PromptTask):
+        return next((m["content"] for m in reversed(as_messages(task.prompt))
+                     if m["role"] == "user"), "")
     parts = [_SOLVE_INSTRUCTIONS[task.task_type]]
     if task.task_type is TaskType.CODE_O:
         parts += [_fence(task.program, "python"), f"Input: f({task.inputs[0]})"]
@@ -106,9 +109,15 @@ def task_statement(task: Task) -> str:
 def solve_messages(task: Task) -> list[Message]:
     """Chat messages for the solver role: format, worked example, task, ``<think>`` prefill.
 
+    A dataset row's conversation is its own prompt (a string is one user turn).
+
     >>> [m["role"] for m in solve_messages(MathTask("1+1?", "", "2"))]
     ['system', 'user', 'assistant', 'user', 'assistant']
+    >>> solve_messages(PromptTask("Say hi."))
+    [{'role': 'user', 'content': 'Say hi.'}]
     """
+    if isinstance(task, PromptTask):
+        return as_messages(task.prompt)
     return [
         {"role": "system", "content": SOLVE_SYSTEM},
         {"role": "user", "content": f"{_EXAMPLE_QUESTION}\n\n{RESPONSE_FORMAT}"},

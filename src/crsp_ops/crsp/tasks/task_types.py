@@ -1,9 +1,11 @@
-"""Task records: code tasks (abduction, deduction, induction) and math tasks with answers."""
+"""Task records: code tasks (abduction, deduction, induction), math tasks, and dataset rows."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class TaskType(str, enum.Enum):
@@ -13,6 +15,7 @@ class TaskType(str, enum.Enum):
     CODE_O = "code_o"  # deduction: given program + input, predict the output
     CODE_F = "code_f"  # induction: given input/output pairs + message, write the program
     MATH = "math"  # a question with a known final answer (LIMO schema)
+    DATASET = "dataset"  # a row of the user's dataset: a prompt, scored by reward functions
 
 
 CODE_TASK_TYPES = (TaskType.CODE_I, TaskType.CODE_O, TaskType.CODE_F)
@@ -58,10 +61,27 @@ class MathTask:
         return TaskType.MATH
 
 
-Task = CodeTask | MathTask
+@dataclass(frozen=True, eq=False)
+class PromptTask:
+    """A dataset row: its ``prompt`` (text, or chat messages) and every other column.
+
+    The reward functions get the columns by name; nothing else reads them.
+    """
+
+    prompt: str | Sequence[Mapping[str, str]]
+    columns: Mapping[str, Any] = field(default_factory=dict)
+    family: str = "dataset"  # the name per-family solve rates are reported under
+
+    @property
+    def task_type(self) -> TaskType:
+        """Always ``TaskType.DATASET``."""
+        return TaskType.DATASET
 
 
-def task_family(task: CodeTask | MathTask) -> str:
+Task = CodeTask | MathTask | PromptTask
+
+
+def task_family(task: Task) -> str:
     """The family a task's solve rate is reported under: its generator family, else its type.
 
     >>> task_family(MathTask("1+1?", "", "2", family="add")), task_family(MathTask("q", "", "1"))
