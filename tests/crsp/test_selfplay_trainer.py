@@ -59,8 +59,11 @@ def test_trrpp_has_no_kl_term_and_whitens(tiny_model_dir, small_settings, tmp_pa
 def test_resume_restores_step_buffers_optimizer_and_rng(tiny_model_dir, small_settings,
                                                         tmp_path):
     settings = small_settings("train.steps=2", "train.checkpoint_interval=1")
-    first = _trainer(tiny_model_dir, small_settings("train.checkpoint_interval=1"), tmp_path)
-    first.train()  # 1 step, checkpoint at step 1
+    first = _trainer(tiny_model_dir, settings, tmp_path)
+    first.train_step()  # step 1 of 2, then its checkpoint (train.steps must not change)
+    first.step += 1
+    first.save_checkpoint()
+    first.close()
     checkpoint = latest_checkpoint(tmp_path)
     assert checkpoint is not None and checkpoint.name == "step-000001"
     state = load_trainer_state(checkpoint)
