@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from crsp_ops.config import ConfigError, load_settings
-from crsp_ops.inference.open_backend import _server_manager
+from crsp_ops.inference.open_backend import settings_server_manager
 from crsp_ops.inference.server_launch import server_launch
 from crsp_ops.paths import copy_config_tree
 from crsp_ops.steering.table import TOKEN_CLUSTERS_ENV
@@ -117,7 +117,7 @@ def test_configured_server_gets_the_runner_variable(tmp_path):
         "generation.vllm_runner=v1", f"generation.server_command={SERVE}",
     ], env={}).settings
     assert settings.generation.vllm_runner == "v1"
-    manager = _server_manager(settings, "/models/m", None)
+    manager = settings_server_manager(settings, "/models/m", None)
     assert manager.config.command[-1] == V1
     assert manager.config.env == {VLLM_RUNNER_ENV: "0"}
     with pytest.raises(ConfigError, match="generation.vllm_runner"):

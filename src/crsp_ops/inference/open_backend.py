@@ -167,7 +167,7 @@ def _server_backend(
             f"was given: set generation.engine to one of {STEERING_ENGINES} (a server with the "
             "crsp_ops processor loaded), or run without steering"
         )
-    server = _server_manager(settings, model_dir, clusters_dir, state_dir)
+    server = settings_server_manager(settings, model_dir, clusters_dir, state_dir)
     if server is not None:
         stack.enter_context(server)  # starts it; stops it (process group) on exit
     backend = OpenAIServerBackend(
@@ -189,7 +189,7 @@ def _server_backend(
     return backend
 
 
-def _server_manager(
+def settings_server_manager(
     settings: Settings, model_dir: str | os.PathLike, clusters_dir: str | os.PathLike | None,
     state_dir: str | os.PathLike | None = None,
 ):
