@@ -7,8 +7,8 @@ another on the same machine:
 
 - ``in_process``: ``InProcessGeneration`` (the model being trained generates; on-policy);
 - ``in_place_every_step``: ``ServerGeneration`` on vLLM's CPU build (``VLLM_CPU_COMMAND``,
-  ``generation.vllm_runner=v1``), new weights loaded in place after every step (dev-mode
-  pause → reload_weights → reset prefix cache → resume);
+  ``generation.vllm_runner=v1``, no steering processor), new weights loaded in place after
+  every step (dev-mode pause → reload_weights → reset prefix cache → resume);
 - ``restart_every_4``: the same server restarted on new weights every 4 steps (the trainer's
   old default), sampling from weights up to 3 steps old in between.
 
@@ -53,6 +53,7 @@ def bench_settings(args, mode: str):
     from crsp_ops.config import load_settings
     from crsp_ops.inference.server_launch import VLLM_CPU_COMMAND
     from crsp_ops.inference.server_manager import free_port
+    from crsp_ops.paths import copy_config_tree
 
     overrides = [f"train.steps={args.steps}", "tracking.enabled=n",
                  f"train.checkpoint_interval={10**6}", "train.proposals_per_step=0",
@@ -66,7 +67,9 @@ def bench_settings(args, mode: str):
                       f"generation.server_command={VLLM_CPU_COMMAND} --max-model-len 2048",
                       f"generation.memory_fraction={args.memory_fraction}",
                       "generation.startup_timeout_s=1200", "generation.request_timeout_s=600"]
-    return load_settings(REPO, overrides).settings
+    root = Path(tempfile.mkdtemp(prefix="server_rollouts_config_"))
+    copy_config_tree(REPO, root)  # the declared defaults, not the working tree's params.yaml
+    return load_settings(root, overrides, env={}).settings
 
 
 def run_mode(args, mode: str) -> dict:

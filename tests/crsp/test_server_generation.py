@@ -83,13 +83,12 @@ def test_policy_server_launch_defaults_to_the_local_server_and_names_the_model(s
     assert argv[argv.index("--model") + 1] == "/w/step-000001"
     assert argv[-4:] == ("--logprobs-mode", "processed_logprobs", "--served-model-name",
                          "crsp-policy")
-    vllm = small_settings("generation.server_command=vllm serve {model_dir} --port {port} "
-                          "--logits-processors {vllm_processor}", "generation.vllm_runner=v2")
+    vllm = small_settings("generation.server_command=vllm serve {model_dir} --port {port}",
+                          "generation.vllm_runner=v2")
     argv, env = policy_server_launch(vllm.generation, model_dir="/m", base_url="http://h:9/v1",
                                      server_args=())
     assert argv[:5] == ("vllm", "serve", "/m", "--port", "9")
     assert argv[-2:] == ("--served-model-name", "crsp-policy")
-    assert "ClusterBiasVLLMV2Processor" in argv[6]
     assert env["VLLM_USE_V2_MODEL_RUNNER"] == "1"
     assert env["VLLM_SERVER_DEV_MODE"] == "1"  # its in-place weight-update routes
 
@@ -197,6 +196,14 @@ def test_in_place_off_restarts_every_reload(small_settings, tmp_path):
         assert [p for m, p, _ in recorded(calls) if m == "POST"] == []
     finally:
         policy.close()
+
+
+def test_a_policy_server_command_loading_the_steering_processor_is_refused(small_settings):
+    steered = small_settings("generation.server_command=vllm serve {model_dir} --port {port} "
+                             "--logits-processors {vllm_processor}")
+    with pytest.raises(ConfigError, match="does not steer"):
+        policy_server_launch(steered.generation, model_dir="/m", base_url="http://h:9/v1",
+                             server_args=())
 
 
 def test_vllm_without_a_command_or_a_server_says_what_to_set(small_settings, tmp_path):

@@ -45,7 +45,11 @@ from crsp_ops.crsp.generation import ServerGeneration, write_weights  # noqa: E4
 from crsp_ops.inference.canary import run_canary  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.inference.open_backend import open_backend  # noqa: E402
-from crsp_ops.inference.server_launch import VLLM_CPU_COMMAND, server_root  # noqa: E402
+from crsp_ops.inference.server_launch import (  # noqa: E402
+    STEERING_ARGS,
+    VLLM_CPU_COMMAND,
+    server_root,
+)
 from crsp_ops.inference.server_manager import free_port  # noqa: E402
 from crsp_ops.inference.weight_update import http_post, update_weights  # noqa: E402
 from crsp_ops.paths import copy_config_tree, project_root  # noqa: E402
@@ -94,7 +98,8 @@ def served(tmp_path_factory):
     tokenizer = AutoTokenizer.from_pretrained(MODEL_DIR, local_files_only=True)
     table = steering_table(tokenizer, root / "clusters")
     log = root / "vllm.log"
-    command = (f"VLLM_SERVER_DEV_MODE=1 {VLLM_CPU_COMMAND} --max-model-len 2048 "
+    command = (f"VLLM_SERVER_DEV_MODE=1 {VLLM_CPU_COMMAND} {STEERING_ARGS['vllm']} "
+               "--max-model-len 2048 "
                f"--served-model-name {SERVED} --logprobs-mode processed_logprobs")
     config_root = defaults_root(tmp_path_factory.mktemp("config"))
     settings = load_settings(config_root, overrides=[

@@ -26,6 +26,7 @@ from crsp_ops.inference.open_backend import client_settings, server_manager
 from crsp_ops.inference.openai_backend import OpenAIServerBackend
 from crsp_ops.inference.server_launch import (
     ENGINE_COMMANDS,
+    STEERING_ARGS,
     missing_server_message,
     server_launch,
     server_root,
@@ -116,6 +117,11 @@ def policy_server_launch(generation: GenerationSettings, *, model_dir: Path, bas
     command = policy_server_command(generation)
     if command is None:
         raise ConfigError(missing_server_message(generation.engine, base_url))
+    if "{vllm_processor}" in command:
+        raise ConfigError(
+            "generation.server_command loads the steering processor ({vllm_processor}), which "
+            "needs a token table, but the trainer's policy server does not steer: drop "
+            f"{STEERING_ARGS['vllm']!r} from it for train")
     argv, env = server_launch(generation, model_dir=model_dir, token_clusters=None,
                               vllm_version=installed_vllm_version(), command=command,
                               base_url=base_url)

