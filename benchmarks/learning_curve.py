@@ -52,21 +52,28 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
 from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.crsp.dataset_tasks import tasks_from_rows  # noqa: E402
 from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
-from crsp_ops.crsp.heldout import heldout_metrics, solve_checks  # noqa: E402
-from crsp_ops.crsp.learning_curve import curve_point, save_curve_figure  # noqa: E402
+from crsp_ops.crsp.heldout import score_heldout  # noqa: E402
+from crsp_ops.crsp.learning_curve import (  # noqa: E402
+    curve_point,
+    paired_gain,
+    save_curve_figure,
+)
+from crsp_ops.crsp.reward_functions import RewardState, load_reward_function  # noqa: E402
 from crsp_ops.crsp.rewards import format_rule_reward  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
     SelfPlaySettings,
     SelfPlayTrainer,
     make_executor,
 )
+from crsp_ops.crsp.solve_rewards import RewardSet, builtin_solve_rewards  # noqa: E402
 from crsp_ops.crsp.task_buffer import TaskBuffers  # noqa: E402
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.task_types import MathTask, TaskType  # noqa: E402
-from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
+from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 
@@ -102,7 +109,18 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "measure how far an arm's result moves between training runs")
     parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    return parser.parse_args(argv)
+    parser.add_argument("--dataset", type=Path, default=None,
+                        help="train on this prompt dataset (train.dataset's format) instead of "
+                             "edge math; needs --eval-dataset and --reward")
+    parser.add_argument("--eval-dataset", type=Path, default=None,
+                        help="held-out prompt rows (the first --heldout are scored)")
+    parser.add_argument("--reward", action="append", default=[], metavar="SPEC[=WEIGHT]",
+                        help="reward function(s) of --dataset: every arm, GRPO included, gets "
+                             "the same functions")
+    args = parser.parse_args(argv)
+    if args.dataset and not (args.eval_dataset and args.reward):
+        parser.error("--dataset needs --eval-dataset and at least one --reward")
+    return args
 
 
 def sampling_seed(args) -> int:
@@ -135,9 +153,9 @@ class HeldOut:
     cut short keeps the evaluations it finished.
     """
 
-    def __init__(self, tasks: list[MathTask], executor, budget: int, batch_size: int,
+    def __init__(self, tasks: list, rewards: RewardSet, budget: int, batch_size: int,
                  journal: Path | None = None) -> None:
-        self.tasks, self.executor = tasks, executor
+        self.tasks, self.rewards = tasks, rewards
         self.budget, self.batch_size = budget, batch_size
         self.journal, self.arm = journal, "base"
 
@@ -147,10 +165,11 @@ class HeldOut:
         generation = InProcessGeneration(model, tokenizer, device="cpu",
                                          batch_size=self.batch_size)
         started = time.perf_counter()
-        checks = solve_checks(generation.backend, self.tasks, self.executor,
-                              max_new_tokens=self.budget)
+        scores = score_heldout(generation.backend, self.tasks, self.rewards,
+                               RewardState(step, step), max_new_tokens=self.budget)
+        checks = scores.checks
         model.train(was_training)
-        point = curve_point(step, samples, heldout_metrics(self.tasks, checks))
+        point = curve_point(step, samples, scores.metrics)
         low, high = point.solve_rate_ci
         print(f"#   step {step}: solve {point.solve_rate:.3f} [{low:.3f}, {high:.3f}] "
               f"well-formed {point.well_formed:.2f} ({time.perf_counter() - started:.0f} s)",
@@ -160,11 +179,12 @@ class HeldOut:
             with self.journal.open("a", encoding="utf-8") as journal:
                 journal.write(json.dumps({
                     "arm": self.arm, **point.to_row(), "correct_each": correct,
-                    "well_formed_each": [c.well_formed for c in checks]}) + "\n")
-        return {"point": point, "correct": correct}
+                    "well_formed_each": [c.well_formed for c in checks],
+                    "reward_each": scores.rewards}) + "\n")
+        return {"point": point, "correct": correct, "reward": scores.rewards}
 
 
-def training_schedule(train_tasks: list[MathTask], args) -> list[MathTask]:
+def training_schedule(train_tasks: list, args) -> list:
     """The math tasks every arm trains on, in order: ``--tasks-per-step`` per step."""
     order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
     needed = args.steps * args.tasks_per_step
@@ -172,17 +192,18 @@ def training_schedule(train_tasks: list[MathTask], args) -> list[MathTask]:
 
 
 class ScheduledTasks(TaskBuffers):
-    """Task buffers whose math draws follow a fixed schedule (the prompts TRL's arm gets).
+    """Task buffers whose draws of the schedule's type follow it (the prompts TRL's arm gets).
 
     Every other type (the self-play arm's code_o) is drawn as the trainer draws it.
     """
 
-    def __init__(self, seeds, schedule: list[MathTask], *, capacity: int) -> None:
+    def __init__(self, seeds, schedule: list, *, capacity: int) -> None:
         super().__init__(seeds, capacity=capacity)
         self.schedule = list(schedule)
+        self.scheduled_type = schedule[0].task_type
 
     def sample(self, task_type, count, rng):
-        if task_type is not TaskType.MATH:
+        if task_type is not self.scheduled_type:
             return super().sample(task_type, count, rng)
         if count > len(self.schedule):
             raise RuntimeError(f"the schedule has {len(self.schedule)} math tasks left, the "
@@ -191,7 +212,8 @@ class ScheduledTasks(TaskBuffers):
         return drawn
 
 
-def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
+def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
+             rewards: RewardSet | None) -> dict:
     """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps.
 
     ``base`` is the shared step-0 evaluation (every arm starts from the same weights). The
@@ -202,12 +224,14 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
     evaluations, step_times, flat_shares = [], [], []
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
-            settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out)
-        seeds = {TaskType.MATH: list(train_tasks)}
+            settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out,
+            tasks=train_tasks if rewards else (), rewards=rewards)
+        seeds = {train_tasks[0].task_type: list(train_tasks)}
         if arm == "selfplay":
             seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
         trainer.buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args),
                                          capacity=len(train_tasks))
+        seeds_type = train_tasks[0].task_type
         try:
             evaluations.append(base)
             while trainer.step < args.steps:
@@ -216,7 +240,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
                 step_times.append(metrics["perf/step_time_s"])
                 flat_shares.append(round(metrics["solve/flat_task_share"], 3))
                 print(f"# {arm} step {trainer.step}: solve_rate "
-                      f"{metrics.get('solve_rate/math', 0):.3f} "
+                      f"{metrics.get(f'solve_rate/{seeds_type.value}', 0):.3f} "
                       f"format {metrics.get('format_ok/solve', 0):.2f} "
                       f"flat tasks {flat_shares[-1]:.2f} "
                       f"{metrics['perf/step_time_s']:.0f} s", file=sys.stderr, flush=True)
@@ -228,18 +252,20 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict) -> dict:
     return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares}
 
 
-def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
-    """TRL's GRPOTrainer on the same prompts, reward, sizes and evaluation points."""
+def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet | None,
+             executor) -> dict:
+    """TRL's GRPOTrainer on the same prompts, reward, sizes and evaluation points.
+
+    With ``--dataset`` it gets the rows (conversational prompts, every column) and the very
+    reward functions of ``--reward``, weighted as the CRSP arm weighs them.
+    """
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     settings = arm_settings(args, "grpo")
     model, tokenizer = load_causal_lm(args.model)
-    by_question = {task.question: task for task in train_tasks}
-    rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
-            for task in training_schedule(train_tasks, args)]
-    executor = heldout.executor
+    by_question = {getattr(task, "question", ""): task for task in train_tasks}
 
     def format_rule(prompts, completions, question, **_):
         tasks = [by_question[q] for q in question]
@@ -248,6 +274,16 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
         checks = check_solutions(tasks, responses, executor)
         return [format_rule_reward(well_formed=c.well_formed, passed=c.correct, role_reward=1.0)
                 for c in checks]
+
+    if rewards is not None:
+        rows = [{"prompt": task.prompt, **task.columns}
+                for task in training_schedule(train_tasks, args)]
+        reward_funcs = [function.fn for function in rewards.functions]
+        weights = [function.weight for function in rewards.functions]
+    else:
+        rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
+                for task in training_schedule(train_tasks, args)]
+        reward_funcs, weights = [format_rule], None
 
     evaluations, marks = [], []
 
@@ -278,13 +314,13 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict) -> dict:
             max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
             warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
             save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=sampling_seed(args),
+            seed=sampling_seed(args), reward_weights=weights,
             dataloader_num_workers=0,
             # fp32 without checkpointing, as the CRSP arms train: TRL's defaults (bf16 autocast,
             # gradient checkpointing) patch the model's forward, so the held-out evaluation
             # after a step would run in bf16 and differ from the shared step-0 one.
             bf16=False, fp16=False, gradient_checkpointing=False)
-        trainer = GRPOTrainer(model=model, reward_funcs=format_rule, args=config,
+        trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config,
                               processing_class=tokenizer, callbacks=[Evaluate()],
                               train_dataset=Dataset.from_list(rows))
         with contextlib.redirect_stdout(sys.stderr):
@@ -309,10 +345,8 @@ def prompt_text(tokenizer, task: MathTask) -> str:
 
 def paired(before: list[bool], after: list[bool]) -> dict:
     """Mean after − before over the same tasks, with a 95% paired bootstrap interval."""
-    rows = np.array([before, after], dtype=float).T
-    low, high = bootstrap_interval(rows, lambda r: float(r[:, 1].mean() - r[:, 0].mean()))
-    return {"diff": round(float(rows[:, 1].mean() - rows[:, 0].mean()), 4),
-            "ci95": [round(low, 4), round(high, 4)]}
+    gain = paired_gain(before, after)
+    return {"diff": round(gain.diff, 4), "ci95": [round(gain.low, 4), round(gain.high, 4)]}
 
 
 def arm_summary(result: dict) -> dict:
@@ -324,6 +358,7 @@ def arm_summary(result: dict) -> dict:
     steps = result["step_s"]
     summary = {"curve": [e["point"].to_row() for e in result["evaluations"]],
                "after_minus_before": paired(first["correct"], last["correct"]),
+               "reward_after_minus_before": paired(first["reward"], last["reward"]),
                "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
     if "flat_task_share" in result:
         summary["flat_task_share"] = result["flat_task_share"]
@@ -334,13 +369,25 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     settings = arm_settings(args, "crsp")
-    train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
     executor = make_executor(settings.crsp)
+    rewards = None  # edge math: CRSP's own solve reward; --dataset: the --reward functions
+    if args.dataset:
+        task = tasks_from_rows(
+            load_prompt_rows(args.dataset), load_prompt_rows(args.eval_dataset),
+            [load_reward_function(spec, project_root()) for spec in args.reward],
+            settings.train, args.seed)
+        train_tasks, heldout_tasks, rewards = task.train, task.heldout[: args.heldout], \
+            task.rewards
+    else:
+        train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
     journal = None
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         journal = args.out / "evaluations.jsonl"
-    heldout = HeldOut(heldout_tasks, executor, args.max_new_tokens, args.batch_size, journal)
+    scoring = rewards or builtin_solve_rewards(
+        executor, length_max_length=settings.reward.length_max_length,
+        length_penalty_threshold=settings.reward.length_penalty_threshold)
+    heldout = HeldOut(heldout_tasks, scoring, args.max_new_tokens, args.batch_size, journal)
     results = {}
     try:
         model, tokenizer = load_causal_lm(args.model)
@@ -350,27 +397,31 @@ def main(argv=None) -> int:
             print(f"# arm {arm}", file=sys.stderr, flush=True)
             heldout.arm = arm
             arm_started = time.perf_counter()
-            results[arm] = (run_grpo(args, train_tasks, heldout, base) if arm == "grpo"
-                            else run_crsp(args, arm, train_tasks, heldout, base))
+            results[arm] = (run_grpo(args, train_tasks, heldout, base, rewards, executor)
+                            if arm == "grpo" else
+                            run_crsp(args, arm, train_tasks, heldout, base, rewards))
             results[arm]["wall_s"] = round(time.perf_counter() - arm_started, 1)
     finally:
         executor.close()
     report = {"benchmark": "learning_curve", "model": str(args.model),
-              **{k: v for k, v in vars(args).items() if k not in ("model", "out", "overrides")},
+              **{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+                 if k not in ("model", "out", "overrides")},
               "overrides": args.overrides, "heldout_tasks": len(heldout_tasks),
               "train_tasks": len(train_tasks),
               "arms": {arm: {**arm_summary(r), "wall_s": r["wall_s"]}
                        for arm, r in results.items()}}
     if "crsp" in results and "grpo" in results:
-        report["crsp_minus_grpo_last"] = paired(results["grpo"]["evaluations"][-1]["correct"],
-                                                results["crsp"]["evaluations"][-1]["correct"])
+        crsp_last, grpo_last = (results[arm]["evaluations"][-1] for arm in ("crsp", "grpo"))
+        report["crsp_minus_grpo_last"] = paired(grpo_last["correct"], crsp_last["correct"])
+        report["crsp_minus_grpo_last_reward"] = paired(grpo_last["reward"], crsp_last["reward"])
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         atomic_write_json(args.out / "learning_curve.json", report)
         save_curve_figure({arm: [e["point"] for e in r["evaluations"]]
                            for arm, r in results.items()}, args.out / "learning_curve.png",
-                          title=f"{Path(args.model).name}: edge math (difficulty "
+                          title=f"{Path(args.model).name}: "
+                                f"{args.dataset.name if args.dataset else 'edge math'} (difficulty "
                                 f"{args.difficulty}), {args.tasks_per_step} prompts x "
                                 f"{args.samples} samples per step, lr {args.learning_rate}")
     print(json.dumps(report))

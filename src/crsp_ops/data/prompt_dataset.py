@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets import load_dataset
+import datasets
 
 from crsp_ops.errors import DataError, MissingInputError
 
@@ -97,12 +97,17 @@ def load_prompt_rows(path: str | Path) -> PromptRows:
             columns found are named), no rows, or a row whose prompt is not text or messages.
     """
     files = data_files(Path(path))
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # a bar per file on stderr says nothing here
     try:
-        dataset = load_dataset(BUILDERS[files[0].suffix], data_files=[str(f) for f in files],
-                               split="train")
+        dataset = datasets.load_dataset(BUILDERS[files[0].suffix],
+                                        data_files=[str(f) for f in files], split="train")
     except Exception as error:  # datasets raises many kinds for a malformed file
         raise DataError(f"{path}: cannot read it as {BUILDERS[files[0].suffix]}: "
                         f"{type(error).__name__}: {str(error).splitlines()[0]}") from error
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     columns = list(dataset.column_names)
     if "prompt" not in columns:
         raise DataError(f"{path}: no 'prompt' column (columns found: "

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,7 +68,7 @@ class Tracker:
         """Store a matplotlib figure as an image artifact."""
 
     def log_input(self, name: str, source: str, digest: str, context: str) -> None:
-        """Record a dataset the run read (MLflow's dataset inputs: name, source, digest)."""
+        """Record a dataset the run read (an MLflow dataset input, its full hash as a tag)."""
 
     def flush(self) -> None:
         """Write buffered metrics now."""
@@ -169,11 +170,15 @@ class MlflowTracker(Tracker):
 
     @override
     def log_input(self, name: str, source: str, digest: str, context: str) -> None:
-        from mlflow.data.artifact_dataset_sources import LocalArtifactDatasetSource
+        from mlflow.data.dataset_source_registry import resolve_dataset_source
         from mlflow.data.meta_dataset import MetaDataset
         from mlflow.entities import DatasetInput, InputTag
 
-        dataset = MetaDataset(LocalArtifactDatasetSource(source), name=name, digest=digest)
+        with warnings.catch_warnings():  # a local path matches the local source type twice
+            warnings.simplefilter("ignore", UserWarning)
+            # MLflow keeps at most 36 characters of a digest; the whole hash goes in a tag
+            dataset = MetaDataset(resolve_dataset_source(source), name=name, digest=digest[:32])
+        self.set_tags({f"dataset.{name}.sha256": digest})
         entity = DatasetInput(dataset._to_mlflow_entity(),
                               tags=[InputTag("mlflow.data.context", context)])
         self._write(self.client.log_inputs, self.run_id, datasets=[entity])
