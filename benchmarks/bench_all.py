@@ -1,0 +1,114 @@
+"""Run every benchmark's preset in turn (``make bench``: fast, ``make bench-long``: long).
+
+Builds the embedded defaults' stages once (``presets.BENCH_STAGES``), runs
+``benchmarks/<script> <preset args>`` for each entry of ``presets.PRESETS`` (``--only`` picks
+some), prints each benchmark's JSON line on stdout,
+and stops at the first failure: its stderr tail on stderr, exit 1. A script in ``benchmarks/``
+that is neither a preset nor a known library module is a failure too, so none is forgotten.
+
+    python benchmarks/bench_all.py [--long] [--only tracking_overhead.py ...] [--light]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from presets import BENCH_STAGES, NOT_BENCHMARKS, PRESETS, expand
+from proposers import embedded_default
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def unlisted() -> list[str]:
+    """Scripts in ``benchmarks/`` with no preset (and not a library module)."""
+    return sorted(p.name for p in HERE.glob("*.py")
+                  if p.name not in PRESETS and p.name not in NOT_BENCHMARKS)
+
+
+def json_line(stdout: str) -> dict | None:
+    """The last stdout line that is a JSON object (every benchmark prints one last)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def run_one(script: str, args: list[str], *, timeout_s: float) -> tuple[dict | None, str]:
+    """Run one benchmark; ``(its JSON line or None on failure, why it failed)``."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
+    try:
+        done = subprocess.run([sys.executable, str(HERE / script), *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout_s:.0f} s"
+    if done.returncode != 0:
+        return None, f"exit {done.returncode}:\n{done.stderr[-3000:]}"
+    line = json_line(done.stdout)
+    if line is None:
+        return None, f"printed no JSON line:\n{done.stdout[-2000:]}"
+    return line, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--long", action="store_true", help="the long presets (hours)")
+    parser.add_argument("--only", nargs="+", default=None, help="these scripts only")
+    parser.add_argument("--light", action="store_true", help="skip the heavy presets")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per benchmark")
+    args = parser.parse_args(argv)
+    missing = unlisted() if args.only is None else []
+    if missing:
+        print(f"benchmarks without a preset in benchmarks/presets.py: {missing}", file=sys.stderr)
+        return 1
+    unknown = sorted(set(args.only or []) - set(PRESETS))
+    if unknown:
+        print(f"--only: no such benchmark {unknown}; choose from {sorted(PRESETS)}",
+              file=sys.stderr)
+        return 2
+    names = [n for n in PRESETS if (args.only is None or n in args.only)
+             and not (args.light and PRESETS[n].heavy)]
+    with tempfile.TemporaryDirectory(prefix="crsp_bench_") as tmp:
+        root = Path(tmp)
+        project = root / "project"
+        if any("{model}" in " ".join(PRESETS[n].long if args.long else PRESETS[n].fast)
+               or "{project}" in " ".join(PRESETS[n].long if args.long else PRESETS[n].fast)
+               for n in names):
+            embedded_default(project, list(BENCH_STAGES))
+        for name in names:
+            preset = PRESETS[name]
+            lacking = [m for m in preset.needs if importlib.util.find_spec(m) is None]
+            if lacking:
+                print(f"{name}: needs {lacking} (pip install -e '.[bench]'; make bench does)",
+                      file=sys.stderr)
+                return 1
+            scratch = root / name.removesuffix(".py")
+            scratch.mkdir()
+            argv_ = expand(preset.long if args.long else preset.fast,
+                           model=str(project / "models/base"), scratch=str(scratch),
+                           project=str(project))
+            started = time.perf_counter()
+            print(f"# {name} {' '.join(argv_)}", file=sys.stderr, flush=True)
+            line, why = run_one(name, argv_, timeout_s=args.timeout)
+            if line is None:
+                print(f"FAILED {name} {' '.join(argv_)}: {why}", file=sys.stderr)
+                return 1
+            print(f"#   {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+            print(json.dumps(line), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
