@@ -60,6 +60,10 @@ def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
     copy_config_tree(REPO, project)  # every run: options added since the build must load
     sync_params(project)
     if done.exists():
+        built = data_seed(json.loads(done.read_text())["stage_overrides"])
+        if built != data_seed(stage_overrides):
+            raise SystemExit(f"{project} holds the data of financebench.seed={built}, not "
+                             f"{data_seed(stage_overrides)}: pass another --project")
         return project
     env = {**os.environ, "CRSP_OPS_ROOT": str(project), "HF_HUB_OFFLINE": "1"}
     for stage in STAGES:
@@ -70,6 +74,17 @@ def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
                        env=env, check=True, stdout=subprocess.DEVNULL)
     done.write_text(json.dumps({"stage_overrides": list(stage_overrides)}) + "\n")
     return project
+
+
+def data_seed(stage_overrides) -> str:
+    """The ``financebench.seed`` a list of stage overrides builds (``"0"``: the default).
+
+    >>> data_seed(["model.tiny_train_steps=60", "financebench.seed=4517"])
+    '4517'
+    """
+    seeds = [item.split("=", 1)[1] for item in stage_overrides
+             if item.startswith("financebench.seed=")]
+    return seeds[-1] if seeds else "0"
 
 
 class Harness:
