@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import traceback
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -71,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.accelerator import make_accelerator
     from crsp_ops.crsp.checkpointing import latest_checkpoint
-    from crsp_ops.crsp.dataset_tasks import load_dataset_tasks
-    from crsp_ops.crsp.reward_functions import RewardError
+    from crsp_ops.crsp.dataset_tasks import load_dataset_tasks, log_inputs
+    from crsp_ops.crsp.learning_curve import paired_gain
     from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
     from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
@@ -117,9 +116,7 @@ def run(args: argparse.Namespace) -> int:
         if accelerator.is_main_process:
             record_run(out, tracker)
             tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
-            for data in (user_task.inputs if user_task else ()):
-                tracker.log_input(data.name, data.source, data.digest,
-                                  "training" if data.name == "train" else "evaluation")
+            log_inputs(tracker, user_task.inputs if user_task else ())
         trainer = SelfPlayTrainer(
             model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                              settings.generation),
@@ -128,31 +125,41 @@ def run(args: argparse.Namespace) -> int:
             accelerator=accelerator)
         if checkpoint is not None:
             trainer.resume(checkpoint)
-        try:
-            result = trainer.train()
-        except RewardError as error:  # the run ends FAILED; its traceback is kept beside it
-            tracker.log_text("".join(traceback.format_exception(error)),
-                             "errors/reward_traceback.txt")
-            raise
+        result = trainer.train()
+        gain = (paired_gain(trainer.heldout_verdicts[0], trainer.heldout_verdicts[-1])
+                if len(trainer.heldout_verdicts) >= 2 else None)
         if accelerator.is_main_process:
             summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
+            if gain is not None:  # the curve's first and last evaluation, task by task
+                tracker.log_metrics(gain.metrics(), step=result.steps_done)
+                summary.update(gain.metrics())
             # beside the model directory: DVC tracks it as a metrics file of its own
             atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
         tracker.close()
     print(f"trained {result.steps_done} steps; model in {result.model_dir}")
     if len(trainer.curve) >= 2:
-        print(describe_curve(trainer.curve[0], trainer.curve[-1]))
+        print(describe_curve(trainer.curve[0], trainer.curve[-1], gain))
     return 0
 
 
-def describe_curve(before, after) -> str:
-    """The held-out solve rate before and after training, with 95% intervals."""
+def describe_curve(before, after, gain=None) -> str:
+    """The held-out solve rate before and after training, with 95% intervals, in one line.
+
+    With ``gain`` (``paired_gain`` of the two evaluations) it ends with the paired difference
+    and whether its interval is above 0.
+    """
     def point(p) -> str:
         low, high = p.solve_rate_ci
         return (f"{p.solve_rate:.3f} [{low:.3f}, {high:.3f}] (well-formed {p.well_formed:.2f}, "
                 f"correct among well-formed {p.solve_rate_well_formed:.3f})")
-    return (f"held-out solve rate ({after.tasks} tasks, greedy, 95% CI): step {before.step} "
+    line = (f"held-out solve rate ({after.tasks} tasks, greedy, 95% CI): step {before.step} "
             f"{point(before)} -> step {after.step} {point(after)}")
+    if gain is None:
+        return line
+    verdict = ("above 0: learned" if gain.low > 0 else
+               "below 0: worse" if gain.high < 0 else "includes 0: no clear change")
+    return (f"{line}; paired gain {gain.diff:+.3f} [{gain.low:+.3f}, {gain.high:+.3f}] "
+            f"({verdict})")
 
 
 def limo_math_tasks(settings, limo_path: Path):

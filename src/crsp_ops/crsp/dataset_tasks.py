@@ -18,6 +18,7 @@ from crsp_ops.crsp.reward_functions import load_reward_function as load_reward
 from crsp_ops.crsp.solve_rewards import RewardSet
 from crsp_ops.crsp.tasks.task_types import PromptTask
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows, split_rows
+from crsp_ops.tracking import Tracker
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,13 @@ def load_dataset_tasks(train: TrainSettings, root: Path, seed: int) -> DatasetTa
     eval_rows = load_prompt_rows(_path(root, train.eval_dataset)) if train.eval_dataset else None
     functions = [load_reward(spec, root) for spec in train.rewards]
     return tasks_from_rows(train_rows, eval_rows, functions, train, seed)
+
+
+def log_inputs(tracker: Tracker, inputs: Sequence[DatasetInput]) -> None:
+    """Record each dataset as an MLflow dataset input of the run (``training``/``evaluation``)."""
+    for data in inputs:
+        tracker.log_input(data.name, data.source, data.digest,
+                          "training" if data.name == "train" else "evaluation")
 
 
 def _path(root: Path, path: str) -> Path:

@@ -25,6 +25,7 @@ import json
 import logging
 import random
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -70,7 +71,7 @@ from crsp_ops.crsp.policy_update import (
 )
 from crsp_ops.crsp.rank_metrics import global_metrics
 from crsp_ops.crsp.reference_kl import ReferencePolicy
-from crsp_ops.crsp.reward_functions import RewardState
+from crsp_ops.crsp.reward_functions import RewardError, RewardState
 from crsp_ops.crsp.rollout_building import build_rollouts
 from crsp_ops.crsp.solve_rewards import RewardSet, at_alphas, builtin_solve_rewards
 from crsp_ops.crsp.step_metrics import (
@@ -94,6 +95,7 @@ from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
 RANK_SUMMARY = ("rollouts/count", "response_tokens", "loss")  # each rank's own, in the log
+REWARD_TRACEBACK = "errors/reward_traceback.txt"  # the run's artifact when a reward fails
 CURVE_FILE = "learning_curve.json"  # held-out evaluations of the run (and .png beside it)
 
 
@@ -365,6 +367,9 @@ class SelfPlayTrainer:
             if not isinstance(error, Exception):  # KeyboardInterrupt, SIGTERM's Terminated
                 logger.warning("interrupted after step %d: saving a checkpoint", self.step)
                 self.save_checkpoint()
+            if isinstance(error, RewardError):  # the run ends FAILED: keep the traceback with it
+                self.tracker.log_text("".join(traceback.format_exception(error)),
+                                      REWARD_TRACEBACK)
             raise
         finally:
             self.close()

@@ -1,0 +1,109 @@
+"""The trainer from Python, as a TRL user writes it: a model, reward functions, a dataset.
+
+    from crsp_ops.crsp.api import CRSPTrainer
+
+    trainer = CRSPTrainer(model="models/base", reward_funcs=[my_reward],
+                          train_dataset="data.jsonl", eval_dataset="test.jsonl",
+                          args={"train.steps": 8, "train.learning_rate": 1e-5},
+                          output_dir="models/mine")
+    result = trainer.train()
+
+``reward_funcs`` are callables with TRL's signature or SPEC strings (``file.py:function``);
+a dataset is a file or folder path, a ``datasets.Dataset`` or a list of row dicts (written to
+``<output_dir>/data/`` first, so the run records the very rows it trained on). ``args`` takes
+any configuration key (``crsp-ops config show`` lists them). The run is tracked as
+``crsp-ops train`` tracks it (experiment ``crsp-train``), unless ``tracking.enabled`` is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from crsp_ops.atomic_io import atomic_write_jsonl
+from crsp_ops.config import load_settings
+from crsp_ops.crsp.dataset_tasks import DatasetTasks, log_inputs, tasks_from_rows
+from crsp_ops.crsp.reward_functions import RewardFunction, load_reward_function
+from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer, TrainResult
+from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows
+from crsp_ops.models.loading import load_causal_lm
+from crsp_ops.paths import project_root
+from crsp_ops.tracking import start_run
+
+Dataset = str | Path | Sequence[Mapping[str, Any]] | Any  # a path, rows, or datasets.Dataset
+
+
+def _rows(dataset: Dataset, output_dir: Path, name: str) -> PromptRows:
+    """Read a path as it is; write in-memory rows to ``output_dir/data/<name>.jsonl`` first."""
+    if isinstance(dataset, (str, Path)):
+        return load_prompt_rows(dataset)
+    rows = dataset.to_list() if hasattr(dataset, "to_list") else [dict(r) for r in dataset]
+    return load_prompt_rows(atomic_write_jsonl(output_dir / "data" / f"{name}.jsonl", rows))
+
+
+def _function(reward: RewardFunction | Callable[..., Any] | str, root: Path
+              ) -> RewardFunction | Callable[..., Any]:
+    return load_reward_function(reward, root) if isinstance(reward, str) else reward
+
+
+class CRSPTrainer:
+    """A CRSP trainer on a user's task (see the module docstring).
+
+    Args:
+        model: an HF model directory (or a ``model_ref.json`` directory).
+        reward_funcs: callables ``fn(prompts, completions, **columns)`` or SPEC strings.
+        train_dataset: rows with a ``prompt`` column.
+        eval_dataset: held-out rows; default ``train.eval_split_size`` rows of the training set.
+        args: configuration overrides, ``{"train.steps": 8, ...}``.
+        output_dir: the final model, checkpoints and ``learning_curve.json`` go here.
+        project: the crsp_ops project directory (default: found from the working directory).
+    """
+
+    def __init__(self, model: str | Path,
+                 reward_funcs: Sequence[RewardFunction | Callable[..., Any] | str],
+                 train_dataset: Dataset, eval_dataset: Dataset | None = None, *,
+                 args: Mapping[str, Any] | None = None, output_dir: str | Path = "models/crsp-api",
+                 project: str | Path | None = None) -> None:
+        root = project_root(project)
+        overrides = [f"{key}={_text(value)}" for key, value in (args or {}).items()]
+        self.resolved = load_settings(root, overrides)
+        self.settings = self.resolved.settings
+        self.output_dir = root / output_dir
+        self.model_dir = Path(model) if Path(model).is_absolute() else root / model
+        self.task: DatasetTasks = tasks_from_rows(
+            _rows(train_dataset, self.output_dir, "train"),
+            _rows(eval_dataset, self.output_dir, "eval") if eval_dataset is not None else None,
+            [_function(reward, root) for reward in reward_funcs], self.settings.train,
+            self.settings.crsp.seed)
+        self.trainer: SelfPlayTrainer | None = None
+
+    def train(self) -> TrainResult:
+        """Train for ``train.steps`` steps in one tracked run; return what was done.
+
+        ``self.trainer`` is the trainer afterwards (its ``curve`` holds the held-out points).
+        """
+        settings = self.settings
+        model, tokenizer = load_causal_lm(self.model_dir)
+        with start_run("train", self.resolved, run_name=f"train-api-{self.model_dir.name}",
+                       tags={"crsp.api": "CRSPTrainer"}) as tracker:
+            log_inputs(tracker, self.task.inputs)
+            self.trainer = SelfPlayTrainer(
+                model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward,
+                                                   settings.train, settings.generation),
+                out_dir=self.output_dir, tasks=self.task.train,
+                heldout_tasks=self.task.heldout, rewards=self.task.rewards, tracker=tracker)
+            return self.trainer.train()
+
+
+def _text(value: Any) -> str:
+    """A configuration value as ``--set`` spells it (lists comma-separated, bools y/n).
+
+    >>> _text(True), _text(["a", "b"]), _text(1e-5)
+    ('y', 'a,b', '1e-05')
+    """
+    if isinstance(value, bool):
+        return "y" if value else "n"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
