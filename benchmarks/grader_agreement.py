@@ -6,7 +6,8 @@ answer, the analyst's verdict and a family tag), grades each with
 ("any number of the answer within 1% of the gold", text gold: containment), and prints one JSON
 line: agreement and Cohen's kappa of both, overall, on numeric gold, and per family; then the
 same for the batches labelled blind (``tests/evaluation/batches/*.jsonl``), each beside its
-recorded first-run agreement (``first_run.json``: before any rule change for that batch), and
+recorded first-run agreement (``first_run.json``: before any rule change for that batch; over
+all batches as ``first_run_all``, the grader's first-sight agreement), and
 the cases the grader gets wrong, as the failures list.
 
     python benchmarks/grader_agreement.py [--cases FILE] [--rel-tol 0.01]
@@ -45,8 +46,12 @@ def main() -> None:
     batches = {path.stem: load_cases(path) for path in sorted(BATCHES.glob("*.jsonl"))}
     first_run = json.loads((BATCHES / "first_run.json").read_text(encoding="utf-8"))
     blind = [case for batch in batches.values() for case in batch]
+    agreed_first = sum(first_run[name]["first_run_agreed"] for name in batches)
     report["blind_batches"] = {
         "all": {key: agreement_report(blind, graders)[key] for key in ("cases", "grader")},
+        # first sight: each batch graded before any rule was changed for it (not in-sample)
+        "first_run_all": {"cases": len(blind), "agreed": agreed_first,
+                          "agreement": round(agreed_first / len(blind), 4)},
         **{name: {"cases": len(batch),
                   "first_run_agreement": first_run[name]["first_run_agreement"],
                   "now": agreement_report(batch, graders)["grader"]["agreement"]}
