@@ -86,6 +86,7 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
             max_padding_phrases=model.tiny_max_padding_phrases,
             prompt_template=settings.financebench.user_template,
             seed=model.tiny_seed,
+            quote_evidence=model.tiny_quote_evidence,
         ),
         vocab_size=model.tiny_vocab_size,
         model_spec=TinyLlamaSpec(
@@ -106,6 +107,7 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
         ),
         on_step=lambda step, metrics: tracker.log_metrics(metrics, step=step),
         show_progress=True,
+        extra_samples=_solve_samples(settings),
     )
     summary = {
         "model_dir": str(report.model_dir),
@@ -119,6 +121,33 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
     tracker.log_metrics({"parameters": report.num_parameters, "final_loss": summary["final_loss"]},
                         step=model.tiny_train_steps)
     return summary
+
+
+def _solve_samples(settings) -> list:
+    """``model.tiny_solve_examples`` worked edge-math answers in the solver's format.
+
+    Drawn from their own seed at ``crsp.edge_difficulty``; the held-out questions of
+    ``crsp.seed`` are left out, so the train stage's held-out solve rate is on unseen questions.
+    """
+    from crsp_ops.crsp.edge_tasks import edge_math_tasks
+    from crsp_ops.crsp.tasks import solve_messages
+    from crsp_ops.crsp.tasks.task_types import MathTask
+    from crsp_ops.data.edge_math import generate_edge_examples
+    from crsp_ops.models.solve_corpus import exclude_questions, solve_samples
+
+    count = settings.model.tiny_solve_examples
+    if not count:
+        return []
+    _, heldout = edge_math_tasks(settings.crsp)
+    problems = generate_edge_examples(count=count,
+                                      seed=SOLVE_CORPUS_SEED + settings.model.tiny_seed,
+                                      difficulty=settings.crsp.edge_difficulty)
+    problems = exclude_questions(problems, {task.question for task in heldout})
+    return solve_samples(problems, render=lambda question: solve_messages(
+        MathTask(question, "", "")), seed=settings.model.tiny_seed)
+
+
+SOLVE_CORPUS_SEED = 7_000_001  # + model.tiny_seed: apart from crsp.seed's training/held-out seeds
 
 
 def _record_existing(args: argparse.Namespace, source: str) -> dict:

@@ -93,3 +93,24 @@ def test_labels_cover_exactly_the_reply_and_end_of_turn():
     assert batch["input_ids"].shape == batch["labels"].shape
     assert int(lengths.max()) == batch["input_ids"].shape[1]
     assert (batch["labels"][batch["attention_mask"] == 0] == IGNORE_INDEX).all()
+
+
+def test_quote_evidence_opens_look_ups_with_the_stating_sentence():
+    examples = generate_financebench_examples(count=60, seed=0)
+    corpus = build_chat_corpus(
+        limo_examples=[], financebench_examples=examples,
+        spec=ChatCorpusSpec(padded_fraction=0.0, max_padding_phrases=1, prompt_template=TEMPLATE,
+                            seed=0, quote_evidence=True))
+    by_user = {render_question_prompt(e, template=TEMPLATE): e for e in examples}
+    quoted = 0
+    for sample in corpus:
+        example = by_user[sample.user]
+        sentence = answer_sentence(example.answer)
+        assert sample.assistant.endswith(sentence)
+        if example.question_reasoning == "Information extraction":
+            figure = f"${int(example.answer[1:].split('.')[0].replace(',', '')):,} million"
+            assert figure in sample.assistant.removesuffix(sentence)  # quoted before the answer
+            quoted += 1
+        elif sample.assistant != sentence:  # arithmetic answers rarely appear in the evidence
+            assert sample.assistant.removesuffix(" " + sentence) in example.evidence_passage
+    assert quoted > 10

@@ -82,6 +82,8 @@ class ModelSettings:
     tiny_weight_decay: float = bounded(0.0, 1.0)
     tiny_padded_fraction: float = bounded(0.0, 1.0)
     tiny_max_padding_phrases: int
+    tiny_solve_examples: int
+    tiny_quote_evidence: bool
     tiny_seed: int
 
     def __post_init__(self) -> None:

@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from crsp_ops.atomic_io import atomic_path
+from crsp_ops.evaluation.bootstrap import bootstrap_interval
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,35 @@ def curve_point(step: int, samples: int, metrics: Mapping[str, float]) -> CurveP
         well_formed_ci=(metrics["well_formed_ci_low"], metrics["well_formed_ci_high"]),
         solve_rate_well_formed=metrics.get("solve_rate_well_formed", 0.0),
         tasks=int(metrics["heldout_tasks"]))
+
+
+@dataclass(frozen=True)
+class PairedGain:
+    """Held-out solve rate after minus before, over the same tasks, with its 95% interval."""
+
+    diff: float
+    low: float
+    high: float
+    tasks: int
+
+    def metrics(self, prefix: str = "eval/solve_rate/gain") -> dict[str, float]:
+        """``{prefix, prefix_ci_low, prefix_ci_high}`` for the run's metrics."""
+        return {prefix: self.diff, f"{prefix}_ci_low": self.low, f"{prefix}_ci_high": self.high}
+
+
+def paired_gain(before: Sequence[bool], after: Sequence[bool]) -> PairedGain:
+    """Mean ``after - before`` per task and its paired bootstrap interval (tasks resampled).
+
+    >>> g = paired_gain([False] * 60 + [True] * 40, [True] * 60 + [True] * 40)
+    >>> g.diff, g.low > 0, g.tasks
+    (0.6, True, 100)
+    """
+    if len(before) != len(after) or not before:
+        raise ValueError(f"paired_gain needs verdicts of the same tasks, got {len(before)} "
+                         f"and {len(after)}")
+    rows = np.array([before, after], dtype=float).T  # (n, 2)
+    low, high = bootstrap_interval(rows, lambda r: float(r[:, 1].mean() - r[:, 0].mean()))
+    return PairedGain(float(rows[:, 1].mean() - rows[:, 0].mean()), low, high, len(rows))
 
 
 def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Path, *,

@@ -24,13 +24,15 @@ class TokenizedSample:
 def tokenize_sample(sample: ChatSample, tokenizer: PreTrainedTokenizerBase) -> TokenizedSample:
     """Tokenise prompt and reply separately, exactly as generation will see them.
 
-    The prompt is the chat template with ``add_generation_prompt=True`` — the same string a
-    backend feeds at inference — and the reply is the rest of the rendered conversation up to and
-    including ``<|im_end|>``. Tokenising them separately guarantees the training prompt ids are
+    The prompt is every message but the last (earlier turns of ``sample.context`` included)
+    rendered with ``add_generation_prompt=True`` — the same string a backend feeds at inference
+    — and the reply is the rest of the rendered conversation up to and including
+    ``<|im_end|>``. Tokenising them separately guarantees the training prompt ids are
     the inference prompt ids, whatever BPE would merge across the boundary.
     """
     messages = sample.messages()
-    prompt = tokenizer.apply_chat_template(messages[:1], add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(messages[:-1], add_generation_prompt=True,
+                                           tokenize=False)
     full = tokenizer.apply_chat_template(messages, tokenize=False)
     if not full.startswith(prompt):
         raise ValueError("chat template does not render the prompt as a prefix of the conversation")

@@ -13,6 +13,7 @@ FinanceBench rows become a user message with the evidence passage and the questi
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,15 +24,17 @@ from crsp_ops.models.special_tokens import THINK_END, THINK_START
 
 @dataclass(frozen=True)
 class ChatSample:
-    """One training conversation."""
+    """One training conversation: optional earlier turns, the user turn, the trained reply."""
 
     user: str  # the user message
     assistant: str  # the assistant reply (without end-of-turn; the template adds it)
     padded: bool  # True for the verbose variant
+    context: tuple[dict[str, str], ...] = ()  # earlier messages (system, worked example turns)
 
     def messages(self) -> list[dict[str, str]]:
-        """The conversation as chat-template messages."""
+        """The conversation as chat-template messages; only the last one is trained on."""
         return [
+            *(dict(message) for message in self.context),
             {"role": "user", "content": self.user},
             {"role": "assistant", "content": self.assistant},
         ]
@@ -45,6 +48,7 @@ class ChatCorpusSpec:
     max_padding_phrases: int  # padded answers: an opener plus up to this - 1 more phrases (>= 1)
     prompt_template: str  # FinanceBench user message, with {evidence} and {question}
     seed: int
+    quote_evidence: bool = False  # answers open with the evidence sentence stating the figure
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.padded_fraction <= 1.0:
@@ -73,7 +77,10 @@ def build_chat_corpus(
     samples = []
     for example in financebench_examples:
         user = render_question_prompt(example, template=spec.prompt_template)
-        samples.append(_sample(rng, spec, user, example.question, answer_sentence(example.answer)))
+        sentence = answer_sentence(example.answer)
+        quote = evidence_quote(example) if spec.quote_evidence else ""
+        samples.append(_sample(rng, spec, user, example.question,
+                               f"{quote} {sentence}" if quote else sentence))
     for example in limo_examples:
         reasoning = f"{THINK_START}\n{example.solution}\n{THINK_END}\n"
         boxed = answer_sentence(f"\\boxed{{{example.answer}}}")
@@ -82,9 +89,38 @@ def build_chat_corpus(
     return samples
 
 
+def evidence_quote(example: FinanceBenchExample) -> str:
+    """The evidence sentence that states the answer's figure (``$1,234 million``), or "".
+
+    Quoting it before the answer turns a look-up into copying what follows the quoted words,
+    which a small model learns far sooner than finding the figure from the question alone.
+
+    >>> from crsp_ops.data.examples import FinanceBenchEvidence
+    >>> ev = (FinanceBenchEvidence("Acme. Revenue was $5 million in fiscal 2021, compared "
+    ...       "with $4 million in fiscal 2020. Cash was $2 million.", "", None, ""),)
+    >>> ex = FinanceBenchExample("1", "", "", "", "", "Revenue?", "$5.00 million", "", ev)
+    >>> evidence_quote(ex)
+    'Revenue was $5 million in fiscal 2021, compared with $4 million in fiscal 2020.'
+    >>> evidence_quote(FinanceBenchExample("1", "", "", "", "", "Growth?", "12.5%", "", ev))
+    ''
+    """
+    match = _USD_MILLIONS.fullmatch(example.answer.strip())
+    if not match or match.group(2).strip("0") not in ("", "."):
+        return ""
+    figure = f"${int(match.group(1).replace(',', '')):,} million"
+    for sentence in _SENTENCE_END.split(example.evidence_passage):
+        if figure in sentence:
+            return sentence.strip()
+    return ""
+
+
+_USD_MILLIONS = re.compile(r"\$([\d,]+)(\.\d+)? million")
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+
+
 def corpus_texts(samples: Sequence[ChatSample]) -> list[str]:
     """All message contents, for tokenizer training."""
-    return [text for sample in samples for text in (sample.user, sample.assistant)]
+    return [message["content"] for sample in samples for message in sample.messages()]
 
 
 def _sample(

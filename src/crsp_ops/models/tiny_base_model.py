@@ -10,7 +10,12 @@ from transformers import GenerationConfig, LlamaForCausalLM, PreTrainedTokenizer
 
 from crsp_ops.data.examples import FinanceBenchExample, LimoExample
 from crsp_ops.models.chat_batches import tokenize_sample
-from crsp_ops.models.chat_corpus import ChatCorpusSpec, build_chat_corpus, corpus_texts
+from crsp_ops.models.chat_corpus import (
+    ChatCorpusSpec,
+    ChatSample,
+    build_chat_corpus,
+    corpus_texts,
+)
 from crsp_ops.models.tiny_llama import (
     StepCallback,
     TinyLlamaSpec,
@@ -45,6 +50,7 @@ def build_tiny_base_model(
     train_spec: TrainSpec,
     on_step: StepCallback | None,
     show_progress: bool,
+    extra_samples: Sequence[ChatSample] = (),
 ) -> TinyModelReport:
     """Train tokenizer and model on the chat corpus and save them as an HF model directory.
 
@@ -61,10 +67,11 @@ def build_tiny_base_model(
         train_spec: optimisation settings.
         on_step: per-step metrics callback (see ``train_causal_lm``).
         show_progress: draw a progress bar.
+        extra_samples: further conversations (e.g. ``solve_corpus.solve_samples``).
     """
     corpus = build_chat_corpus(
         limo_examples=limo_examples, financebench_examples=financebench_examples, spec=corpus_spec
-    )
+    ) + list(extra_samples)
     tokenizer = train_bpe_tokenizer(corpus_texts(corpus), vocab_size=vocab_size)
     tokenized = [tokenize_sample(sample, tokenizer) for sample in corpus]
     fitting = [s for s in tokenized if len(s.input_ids) <= model_spec.max_seq_len]

@@ -1,0 +1,87 @@
+"""Worked edge-math answers in the trainer's solve format, some with a deliberate slip.
+
+The tiny model learns the solve role from these conversations: the exact messages the CRSP
+trainer sends (``render``: system format, worked example, task), answered as
+``<think>Step 1: 3 + 4 = 7.</think><answer>7</answer>``. A seeded share of answers, set per
+family by ``SLIP_SHARES``, carries a *slip*: one spurious extra step that adds one
+(``Step 2: 7 + 1 = 8.``) and the wrong answer it leads to. Where a family's slip share is above
+one half the model's greedy answer takes the slip while a sampled one is still often right:
+wrong at step 0, with right answers for reinforcement learning to find. Where it is below one
+half greedy answers are right when the arithmetic is. So the model starts at the edge of the
+demo's tasks and RL has one decision per family to fix (stop after the last real step).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from crsp_ops.data.edge_math import EdgeProblem
+from crsp_ops.models.chat_corpus import ChatSample
+
+# Share of answers with a slip, per edge family: below 0.5 the greedy answer is right, above
+# it wrong (and right in about 1 - share of samples). Edge families not listed never slip.
+SLIP_SHARES: Mapping[str, float] = {
+    "add": 0.2,
+    "subtract": 0.65,
+    "multiply": 0.65,
+    "add_subtract": 0.65,
+}
+
+Render = Callable[[str], Sequence[Mapping[str, str]]]
+_STEP = re.compile(r"^Step \d+: (.*)$", re.MULTILINE)
+
+
+def solve_reply(problem: EdgeProblem, *, slip: bool) -> str:
+    r"""The worked answer: the problem's steps in ``<think>``, the number in ``<answer>``.
+
+    >>> from crsp_ops.data.examples import LimoExample
+    >>> row = LimoExample("Ava has 3 pens and gets 4 more. How many?",
+    ...                   "Step 1: 3 + 4 = 7.\n\n**Final Answer**\n\boxed{7}", "7")
+    >>> solve_reply(EdgeProblem(row, "add"), slip=False)
+    '<think>Step 1: 3 + 4 = 7.</think><answer>7</answer>'
+    >>> solve_reply(EdgeProblem(row, "add"), slip=True)
+    '<think>Step 1: 3 + 4 = 7. Step 2: 7 + 1 = 8.</think><answer>8</answer>'
+    """
+    steps = _STEP.findall(problem.example.solution)
+    answer = int(problem.example.answer)
+    if slip:
+        steps.append(f"{answer} + 1 = {answer + 1}.")
+        answer += 1
+    thinking = " ".join(f"Step {number}: {step}" for number, step in enumerate(steps, start=1))
+    return f"<think>{thinking}</think><answer>{answer}</answer>"
+
+
+def solve_samples(problems: Sequence[EdgeProblem], *, render: Render, seed: int,
+                  slip_shares: Mapping[str, float] = SLIP_SHARES) -> list[ChatSample]:
+    """One solve conversation per problem; a seeded draw per problem decides its slip.
+
+    Args:
+        problems: edge problems (keep the held-out ones out: ``exclude_questions``).
+        render: the solver's messages for a question, ending with the assistant prefill
+            (``crsp.tasks.solve_messages``); the prefill is trained as the reply's start.
+        seed: seed of the slip draws.
+        slip_shares: per-family share of answers with a slip.
+    """
+    rng = random.Random(f"solve-corpus:{seed}")
+    samples = []
+    for problem in problems:
+        messages = [dict(message) for message in render(problem.example.question)]
+        prefill = messages.pop()["content"] if messages[-1]["role"] == "assistant" else ""
+        user = messages.pop()
+        if user["role"] != "user":
+            raise ValueError(f"render must end with the user turn (and a prefill), got {user}")
+        slip = rng.random() < slip_shares.get(problem.family, 0.0)
+        reply = solve_reply(problem, slip=slip)
+        if not reply.startswith(prefill):
+            raise ValueError(f"the reply {reply[:20]!r} does not start with the prefill "
+                             f"{prefill!r}")
+        samples.append(ChatSample(user=user["content"], assistant=reply, padded=False,
+                                  context=tuple(messages)))
+    return samples
+
+
+def exclude_questions(problems: Sequence[EdgeProblem], questions: set[str]) -> list[EdgeProblem]:
+    """``problems`` without those whose question is in ``questions`` (the held-out ones)."""
+    return [problem for problem in problems if problem.example.question not in questions]
