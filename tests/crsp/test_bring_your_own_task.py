@@ -136,7 +136,14 @@ def test_an_eval_dataset_is_recorded_and_chat_prompts_get_message_completions(
      "no such dataset file or folder"),
     (["--dataset", "no_prompt.jsonl", "--reward", "rewards.py:has_digit"],
      "no 'prompt' column (columns found: question, answer)"),
-    (["--dataset", "empty.csv", "--reward", "rewards.py:has_digit"], "empty.csv"),
+    (["--dataset", "empty.csv", "--reward", "rewards.py:has_digit"],
+     "empty.csv: the dataset has no rows"),
+    (["--dataset", "empty.jsonl", "--reward", "rewards.py:has_digit"],
+     "empty.jsonl: the dataset has no rows"),
+    (["--dataset", "broken.jsonl", "--reward", "rewards.py:has_digit"],
+     "cannot read it as json: ArrowInvalid: JSON parse error"),
+    (["--dataset", "int_prompt.jsonl", "--reward", "rewards.py:has_digit"],
+     "row 0: prompt must be a string or a list of {role, content} messages, got int"),
     (["--dataset", "data.jsonl"], "needs reward functions"),
     (["--dataset", "data.jsonl", "--reward", "nowhere.py:f"], "does not exist"),
     (["--dataset", "data.jsonl", "--reward", "rewards.py:missing"],
@@ -152,6 +159,9 @@ def test_bad_input_before_training_is_one_line_and_exit_2(project, tiny_model_di
     (project / "no_prompt.jsonl").write_text('{"question": "q", "answer": "1"}\n')
     (project / "no_answer.jsonl").write_text('{"prompt": "q"}\n')
     (project / "empty.csv").write_text("prompt,answer\n")
+    (project / "empty.jsonl").write_text("")
+    (project / "broken.jsonl").write_text('{"prompt": "q"}\nnot json\n')
+    (project / "int_prompt.jsonl").write_text('{"prompt": 3}\n')
     assert _train(tiny_model_dir, *extra) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err

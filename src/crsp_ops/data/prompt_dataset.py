@@ -89,6 +89,26 @@ def check_prompt(value: Any, index: int, source: str) -> None:
                     f"{{role, content}} messages, got {kind}")
 
 
+def _has_data(file: Path) -> bool:
+    """False for an empty file, or a CSV holding only its header line."""
+    if file.suffix == ".csv":
+        with file.open("rb") as handle:
+            return sum(1 for line in handle if line.strip()) > 1
+    return file.stat().st_size > 0
+
+
+def _root_cause(error: BaseException) -> str:
+    """The innermost cause's type and first line (datasets wraps the parser's own error).
+
+    >>> _root_cause(RuntimeError("wrapper"))
+    'RuntimeError: wrapper'
+    """
+    while error.__cause__ is not None:
+        error = error.__cause__
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
 def load_prompt_rows(path: str | Path) -> PromptRows:
     """Read and check a prompt dataset (see the module docstring).
 
@@ -97,15 +117,19 @@ def load_prompt_rows(path: str | Path) -> PromptRows:
             columns found are named), no rows, or a row whose prompt is not text or messages.
     """
     files = data_files(Path(path))
-    bars = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()  # a bar per file on stderr says nothing here
+    if not any(_has_data(file) for file in files):
+        raise DataError(f"{path}: the dataset has no rows")
+    bars, verbosity = datasets.is_progress_bar_enabled(), datasets.logging.get_verbosity()
+    datasets.disable_progress_bars()  # a bar per file, and its own error log, on stderr
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
     try:
         dataset = datasets.load_dataset(BUILDERS[files[0].suffix],
                                         data_files=[str(f) for f in files], split="train")
     except Exception as error:  # datasets raises many kinds for a malformed file
         raise DataError(f"{path}: cannot read it as {BUILDERS[files[0].suffix]}: "
-                        f"{type(error).__name__}: {str(error).splitlines()[0]}") from error
+                        f"{_root_cause(error)}") from error
     finally:
+        datasets.logging.set_verbosity(verbosity)
         if bars:
             datasets.enable_progress_bars()
     columns = list(dataset.column_names)
