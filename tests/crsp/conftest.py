@@ -115,3 +115,17 @@ def small_settings():
         return load_settings(REPO, [*SMALL_RUN, *extra]).settings
 
     return make
+
+
+@pytest.fixture()
+def scratch_project(tmp_path, monkeypatch):
+    """A project root with this repo's Kconfig tree and params, the run's MLflow store inside."""
+    from crsp_ops.config import sync_params
+    from crsp_ops.paths import copy_config_tree
+
+    copy_config_tree(REPO, tmp_path)
+    sync_params(tmp_path)
+    monkeypatch.setenv("CRSP_OPS_ROOT", str(tmp_path))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+    return tmp_path

@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from crsp_ops.config import sync_params
-from crsp_ops.paths import copy_config_tree
 from pipelines.cli import main
 from pipelines.stage_io import run_record_path
 
-REPO = Path(__file__).resolve().parents[2]
 FAST = ["train.steps=2", "train.solver_samples=2", "train.tasks_per_type=2",
         "train.max_new_tokens_solve=6", "tracking.flush_seconds=0.0",
         "train.eval_split_size=3"]
@@ -48,12 +45,8 @@ def text(prompts, completions, **kwargs):
 
 
 @pytest.fixture()
-def project(tmp_path, monkeypatch):
-    copy_config_tree(REPO, tmp_path)
-    sync_params(tmp_path)
-    monkeypatch.setenv("CRSP_OPS_ROOT", str(tmp_path))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+def project(scratch_project):
+    tmp_path = scratch_project
     rows = [{"prompt": f"What is {a} + 1? Reply with the number.", "answer": str(a + 1)}
             for a in range(7)]
     rows.append({"prompt": [{"role": "user", "content": "boom: what is 2 + 2?"}],

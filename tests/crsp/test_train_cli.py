@@ -5,8 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from crsp_ops.config import sync_params
-from crsp_ops.paths import copy_config_tree
 from pipelines.cli import main
 from pipelines.stage_io import run_record_path
 
@@ -23,12 +21,8 @@ FAST = [
 
 
 @pytest.fixture()
-def project(tmp_path, monkeypatch):
-    copy_config_tree(REPO, tmp_path)
-    sync_params(tmp_path)
-    monkeypatch.setenv("CRSP_OPS_ROOT", str(tmp_path))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
+def project(scratch_project):
+    tmp_path = scratch_project
     limo = tmp_path / "data" / "limo"
     limo.mkdir(parents=True)
     rows = [{"question": f"What is {a} + 1?", "solution": f"{a} + 1 = {a + 1}",

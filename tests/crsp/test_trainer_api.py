@@ -4,9 +4,7 @@ import re
 import shutil
 from pathlib import Path
 
-from crsp_ops.config import sync_params
 from crsp_ops.crsp.api import CRSPTrainer
-from crsp_ops.paths import copy_config_tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,22 +17,17 @@ def _snippet() -> str:
 
 
 def _project(tmp_path, monkeypatch, tiny_model_dir):
-    copy_config_tree(REPO, tmp_path)
-    sync_params(tmp_path)
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "base").symlink_to(tiny_model_dir)
     shutil.copytree(REPO / "examples" / "json_extraction", tmp_path / "examples" /
                     "json_extraction")
-    monkeypatch.setenv("CRSP_OPS_ROOT", str(tmp_path))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.delenv("MLFLOW_RUN_ID", raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def test_the_documented_snippet_trains_and_tracks_the_datasets(tmp_path, monkeypatch,
+def test_the_documented_snippet_trains_and_tracks_the_datasets(scratch_project, monkeypatch,
                                                                tiny_model_dir, capsys):
-    root = _project(tmp_path, monkeypatch, tiny_model_dir)
+    root = _project(scratch_project, monkeypatch, tiny_model_dir)
     exec(compile(_snippet(), "docs/training.md", "exec"), {})
     steps, rate = capsys.readouterr().out.split()[-2:]
     assert steps == "2" and 0.0 <= float(rate) <= 1.0
@@ -51,8 +44,8 @@ def test_the_documented_snippet_trains_and_tracks_the_datasets(tmp_path, monkeyp
 
 
 def test_in_memory_rows_and_a_callable_are_written_where_the_run_can_find_them(
-        tmp_path, monkeypatch, tiny_model_dir):
-    _project(tmp_path, monkeypatch, tiny_model_dir)
+        scratch_project, monkeypatch, tiny_model_dir):
+    tmp_path = _project(scratch_project, monkeypatch, tiny_model_dir)
 
     def length(prompts, completions, **_):
         return [float(len(c) < 20) for c in completions]
