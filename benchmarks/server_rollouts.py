@@ -44,6 +44,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--memory-fraction", default="0.15",
                         help="generation.memory_fraction (vLLM-CPU: share of host memory)")
+    parser.add_argument("--server-trainer-threads", type=int, default=0,
+                        help="torch threads of the trainer beside a CPU server (0: unchanged); "
+                             "vLLM-CPU binds its worker to core 0 and an OpenMP team spanning "
+                             "that core stalls the update")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="extra section.key=value overrides")
     return parser.parse_args(argv)
@@ -83,11 +87,14 @@ def run_mode(args, mode: str) -> dict:
 
     settings = bench_settings(args, mode)
     torch.manual_seed(settings.crsp.seed)
+    threads = torch.get_num_threads()
+    if mode != "in_process" and args.server_trainer_threads:
+        torch.set_num_threads(args.server_trainer_threads)
     tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(args.model, local_files_only=True,
                                                  dtype=torch.float32)
     tasks = bench_tasks(settings)
-    result: dict = {"steps": []}
+    result: dict = {"trainer_threads": torch.get_num_threads(), "steps": []}
     with tempfile.TemporaryDirectory() as out:
         generation = None
         if mode != "in_process":
@@ -122,6 +129,7 @@ def run_mode(args, mode: str) -> dict:
             trainer.close()
             if generation is not None:
                 generation.close()
+            torch.set_num_threads(threads)
     steps = result["steps"]
     result["step_s_mean"] = round(statistics.mean(s["step_s"] for s in steps), 2)
     result["generation_s_mean"] = round(statistics.mean(s["generation_s"] for s in steps), 2)
