@@ -37,7 +37,7 @@ from crsp_ops.atomic_io import atomic_write_json
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
-from crsp_ops.crsp.accelerator import make_accelerator
+from crsp_ops.crsp.accelerator import make_accelerator, require_replicated
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
 from crsp_ops.crsp.checkpointing import (
@@ -240,6 +240,7 @@ class SelfPlayTrainer:
         self.tracker = tracker or NullTracker()
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision,
                                                            "auto")
+        require_replicated(self.accelerator)  # FSDP / DeepSpeed: one line, exit 2
         model = prepare_policy(model, settings.train)  # LoRA / activation checkpointing
         self.trainable_params, self.total_params = parameter_counts(model)
         # the initial policy: the adapter switched off, or a frozen copy (before any update)
