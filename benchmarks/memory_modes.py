@@ -2,13 +2,15 @@
 
     flock /tmp/crsp_cpu.lock .venv/bin/python benchmarks/memory_modes.py            # CPU, ~5 min
     python benchmarks/memory_modes.py --device cuda --dtype bf16                     # a GPU
+    python benchmarks/memory_modes.py --table      # docs/scaling.md's table, from the formula
 
-One update (``policy_update``: forward, backward, AdamW step) of the SmolLM2-135M shape
-(``model_shapes.SHAPES``, random weights, seed 0) on the same batch — ``--rows`` rollouts of a
-``--prompt``-token prompt and a ``--completion``-token completion (the 512-token budget), each
-row its own micro-batch as the trainer packs them — in four modes: ``full`` fine-tuning,
-``lora`` (rank ``--rank``, every linear projection), ``lora+ckpt`` and ``full+ckpt``
-(activation checkpointing). Each mode runs in a fresh subprocess, so its peak is its own:
+``--updates`` (2) updates (``policy_update``: forward, backward, AdamW step) of the
+SmolLM2-135M shape (``model_shapes.SHAPES``, random weights, seed 0) on the same batch:
+``--rows`` rollouts of a ``--prompt``-token prompt and a ``--completion``-token completion
+(the 512-token budget), each row its own micro-batch as the trainer packs them. Four modes:
+``full`` fine-tuning, ``lora`` (rank ``--rank``, every linear projection), ``lora+ckpt`` and
+``full+ckpt`` (activation checkpointing). Each mode runs in a fresh subprocess, so its peak
+is its own:
 
 * CPU: ``ru_maxrss`` (the kernel's peak resident set) minus the resident set measured after
   imports, before the model is built — so weights, gradients, AdamW state and activations all
@@ -72,6 +74,51 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
     return parts
 
 
+# public configs (hidden, layers, intermediate, kv_hidden, vocab, tied embeddings) of the
+# docs/scaling.md table; SmolLM2-135M's is model_shapes.SHAPES["smollm2-shape"]
+TABLE_SHAPES = {
+    "SmolLM2-135M": (576, 30, 1536, 192, 49152, True),
+    "Qwen2.5-0.5B": (896, 24, 4864, 128, 151936, True),
+    "Qwen2.5-1.5B": (1536, 28, 8960, 256, 151936, True),
+    "SmolLM2-1.7B": (2048, 24, 8192, 2048, 49152, True),
+    "Qwen2.5-3B": (2048, 36, 11008, 256, 151936, True),
+    "Qwen2.5-7B": (3584, 28, 18944, 512, 152064, False),
+    "Llama-3.1-8B": (4096, 32, 14336, 1024, 128256, False),
+}
+
+
+def llama_params(hidden: int, layers: int, intermediate: int, kv_hidden: int, vocab: int,
+                 tied: bool) -> int:
+    """Parameters of a Llama-shaped model (no biases; norms included)."""
+    per_layer = 2 * hidden * hidden + 2 * hidden * kv_hidden + 3 * hidden * intermediate \
+        + 2 * hidden
+    return vocab * hidden * (1 if tied else 2) + layers * per_layer + hidden
+
+
+def lora_params(hidden: int, layers: int, intermediate: int, kv_hidden: int, rank: int) -> int:
+    """A rank-``rank`` adapter on every linear projection of every layer (A and B)."""
+    return rank * layers * (9 * hidden + 2 * kv_hidden + 3 * intermediate)
+
+
+def fits_table(rank: int, tokens: int, response_tokens: int) -> list[dict]:
+    """The formula's GiB per model and mode (fp32 weights, as the trainer keeps them)."""
+    rows = []
+    for name, (hidden, layers, inter, kv, vocab, tied) in TABLE_SHAPES.items():
+        params = llama_params(hidden, layers, inter, kv, vocab, tied)
+        adapter = lora_params(hidden, layers, inter, kv, rank)
+        row = {"model": name, "params_b": round(params / 1e9, 2)}
+        for mode in MODES:
+            lora = mode.startswith("lora")
+            parts = memory_formula(params=params + adapter * lora,
+                                   trainable=adapter if lora else params, layers=layers,
+                                   hidden=hidden, intermediate=inter, kv_hidden=kv, vocab=vocab,
+                                   tokens=tokens, response_tokens=response_tokens,
+                                   checkpointing=mode.endswith("+ckpt"))
+            row[mode] = round(parts["total"] / 2**30, 1)
+        rows.append(row)
+    return rows
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="smollm2-shape", choices=sorted(SHAPES))
@@ -83,7 +130,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
                         help="bf16: accelerate mixed precision (weights stay fp32)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--updates", type=int, default=2,
+                        help="updates per mode; the peak covers all, step_s is the last")
     parser.add_argument("--mode", choices=MODES, help="run one mode here (the subprocess)")
+    parser.add_argument("--table", action="store_true",
+                        help="print the formula's fits-on-my-GPU table (no measurement)")
     return parser.parse_args(argv)
 
 
@@ -137,12 +188,15 @@ def run_mode(args) -> dict:
     if args.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
         baseline = 0
-    started = time.perf_counter()
-    metrics = policy_update(model, optimizer, accelerator, batch, ["solve"] * args.rows,
-                            ["math"] * args.rows, options, temperature=1.0)
-    if args.device == "cuda":
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - started
+    times, losses = [], []
+    for _ in range(args.updates):  # from the second on, AdamW's state is alive throughout
+        started = time.perf_counter()
+        metrics = policy_update(model, optimizer, accelerator, batch, ["solve"] * args.rows,
+                                ["math"] * args.rows, options, temperature=1.0)
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+        losses.append(metrics["loss"])
     peak = torch.cuda.max_memory_allocated() if args.device == "cuda" else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline  # KiB on Linux
     shape = SHAPES[args.shape]
@@ -153,8 +207,9 @@ def run_mode(args) -> dict:
         kv_hidden=shape["hidden_size"] * shape["num_key_value_heads"]
         // shape["num_attention_heads"], vocab=vocab, tokens=args.prompt + args.completion,
         response_tokens=args.completion, checkpointing=args.mode.endswith("+ckpt"))
-    return {"mode": args.mode, "peak_bytes": int(peak), "step_s": round(elapsed, 3),
-            "loss": metrics["loss"], "grad_norm": metrics["grad_norm"],
+    return {"mode": args.mode, "peak_bytes": int(peak), "step_s": round(times[-1], 3),
+            "first_step_s": round(times[0], 3), "loss": losses[0], "losses": losses,
+            "grad_norm": metrics["grad_norm"],
             "trainable_params": trainable, "total_params": total,
             "predicted_bytes": predicted["total"], "predicted_parts": predicted}
 
@@ -164,7 +219,7 @@ def spawn(args, mode: str) -> dict:
     argv = [sys.executable, __file__, "--mode", mode, "--shape", args.shape, "--rows",
             str(args.rows), "--prompt", str(args.prompt), "--completion", str(args.completion),
             "--rank", str(args.rank), "--device", args.device, "--dtype", args.dtype,
-            "--threads", str(args.threads)]
+            "--threads", str(args.threads), "--updates", str(args.updates)]
     # large blocks straight from mmap: freed tensors leave the resident set, so the CPU peak
     # is live tensors, not glibc's fragmented heap (which put LoRA above full FT in a test run)
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
@@ -178,6 +233,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.mode:
         print(json.dumps(run_mode(args)))
+        return 0
+    if args.table:
+        print(json.dumps({"benchmark": "memory_formula_table", "lora_rank": args.rank,
+                          "tokens": args.prompt + args.completion,
+                          "rows": fits_table(args.rank, args.prompt + args.completion,
+                                             args.completion)}))
         return 0
     results = {mode: spawn(args, mode) for mode in MODES}
     full = results["full"]["peak_bytes"]
@@ -197,8 +258,12 @@ def main(argv=None) -> int:
                          "measured_over_predicted": round(r["peak_bytes"]
                                                           / r["predicted_bytes"], 3)}
                   for mode, r in results.items()},
+        "updates": args.updates,
+        # the first update's loss: the same weights and batch in every mode
         "ckpt_loss_diff_full": abs(results["full"]["loss"] - results["full+ckpt"]["loss"]),
         "ckpt_loss_diff_lora": abs(results["lora"]["loss"] - results["lora+ckpt"]["loss"]),
+        "last_loss_diff_full": abs(results["full"]["losses"][-1]
+                                   - results["full+ckpt"]["losses"][-1]),
     }
     out["floor_lora_ckpt_le_40pct"] = out["modes"]["lora+ckpt"]["peak_vs_full"] <= 0.40
     out["floor_ckpt_loss_lt_1e-5"] = max(out["ckpt_loss_diff_full"],
