@@ -77,13 +77,17 @@ from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 
-ARMS = ("crsp", "trrpp", "selfplay", "grpo")
+ARMS = ("crsp", "trrpp", "selfplay", "grpo", "crsp_lora")
 ARM_OVERRIDES = {
     "crsp": ["train.algorithm=trrpg"],
     "trrpp": ["train.algorithm=trrpp"],
     "selfplay": ["train.algorithm=trrpg", "crsp.problem_types=code_o,math",
                  "train.proposals_per_step=2", "train.critiques_per_task=1"],
     "grpo": [],
+    # issue 42: solve-only TR-RPG with a rank-16 LoRA adapter on every linear projection; LoRA
+    # usually wants ~10x full fine-tuning's learning rate (docs/scaling.md)
+    "crsp_lora": ["train.algorithm=trrpg", "train.lora_rank=16", "train.lora_alpha=32",
+                  "train.learning_rate=3e-4"],
 }
 
 
