@@ -120,3 +120,25 @@ def test_warmup_halves_the_first_learning_rate_and_dynamic_sampling_counts(
     kept = sum(s.role == "solve" for s in episode.samples)
     assert trainer.solve_samples == kept + metrics["dynamic_sampling/dropped_samples"]
     assert metrics["dynamic_sampling/rounds"] <= 1
+
+
+def test_each_rank_writes_its_own_served_directory(tiny_model_dir, small_settings, tmp_path,
+                                                   monkeypatch):
+    from types import SimpleNamespace
+
+    from crsp_ops.crsp import selfplay_trainer
+
+    trainer = _trainer(tiny_model_dir, small_settings("generation.backend=openai_server"),
+                       tmp_path)
+    made = []
+    monkeypatch.setattr(selfplay_trainer, "ServerGeneration",
+                        lambda model, tokenizer, **kwargs: made.append(kwargs))
+    real = trainer.accelerator
+    for rank, processes in ((0, 1), (1, 2)):
+        trainer.accelerator = SimpleNamespace(num_processes=processes, process_index=rank,
+                                              unwrap_model=real.unwrap_model)
+        trainer._default_generation()
+    trainer.accelerator = real
+    trainer.close()
+    assert [kwargs["weights_root"] for kwargs in made] == [tmp_path / "served",
+                                                           tmp_path / "served" / "rank-1"]
