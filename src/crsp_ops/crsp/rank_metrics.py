@@ -17,7 +17,10 @@ from accelerate.utils import gather_object
 
 # Per-rank totals whose global value is the sum over ranks, not the mean.
 SUMMED = frozenset({"response_tokens", "trained_tokens", "rollouts/count", "rollouts/skipped",
-                    "perf/tokens_per_s", "executor/failures"})
+                    "rollouts/truncated", "perf/tokens_per_s", "executor/failures",
+                    "dynamic_sampling/flat_groups", "dynamic_sampling/extra_tasks",
+                    "dynamic_sampling/extra_samples", "dynamic_sampling/dropped_samples",
+                    "dynamic_sampling/unfilled"})
 
 
 def reduce_rank_metrics(per_rank: Sequence[Mapping[str, float]]) -> dict[str, float]:
