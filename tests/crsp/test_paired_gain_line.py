@@ -1,0 +1,31 @@
+"""The train stage's one held-out line: before, after, and the paired gain's verdict (issue 43)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crsp_ops.crsp.learning_curve import CurvePoint, paired_gain
+from pipelines.train import describe_curve
+
+
+def _point(step: int, rate: float) -> CurvePoint:
+    return CurvePoint(step=step, samples=0, solve_rate=rate, solve_rate_ci=(rate, rate),
+                      well_formed=1.0, well_formed_ci=(1.0, 1.0), solve_rate_well_formed=rate,
+                      tasks=100)
+
+
+def test_the_line_says_whether_the_gain_is_above_zero():
+    before = [False] * 70 + [True] * 30
+    gained = paired_gain(before, [True] * 60 + [False] * 10 + [True] * 30)
+    line = describe_curve(_point(0, 0.3), _point(12, 0.9), gained)
+    assert "\n" not in line and "step 0 0.300" in line and "step 12 0.900" in line
+    assert "paired gain +0.600 [" in line and "(above 0: learned)" in line
+    assert gained.metrics()["eval/solve_rate/gain_ci_low"] > 0
+    flat = paired_gain(before, before[1:] + before[:1])
+    assert "includes 0" in describe_curve(_point(0, 0.3), _point(12, 0.3), flat)
+    assert "paired" not in describe_curve(_point(0, 0.3), _point(12, 0.3))
+
+
+def test_paired_gain_needs_the_same_tasks():
+    with pytest.raises(ValueError, match="same tasks"):
+        paired_gain([True], [True, False])
