@@ -142,3 +142,8 @@ def test_each_rank_writes_its_own_served_directory(tiny_model_dir, small_setting
     trainer.close()
     assert [kwargs["weights_root"] for kwargs in made] == [tmp_path / "served",
                                                            tmp_path / "served" / "rank-1"]
+
+
+def test_dynamic_sampling_with_one_sample_per_task_is_refused(small_settings):
+    with pytest.raises(ConfigError, match="solver_samples >= 2"):
+        small_settings("train.dynamic_sampling=y", "train.solver_samples=1")

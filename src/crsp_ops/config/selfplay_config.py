@@ -156,6 +156,9 @@ class TrainSettings:
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:
             raise ValueError("train.proposals_per_step and train.tasks_per_type are both 0: "
                              "nothing would be solved; raise one of them")
+        if self.dynamic_sampling and self.solver_samples < 2:
+            raise ValueError("train.dynamic_sampling needs train.solver_samples >= 2 (one "
+                             "sample per task is always a flat group)")
 
     @property
     def algorithm_name(self) -> str:
