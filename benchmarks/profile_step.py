@@ -29,6 +29,8 @@ def main(argv=None) -> int:
     parser.add_argument("--mixed-precision", default="no", choices=["no", "fp16", "bf16"])
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--full-length", action="store_true",
+                        help="stop only on the pad id: every sequence is the budget (train_step's)")
     args = parser.parse_args(argv)
     import torch
     from torch.profiler import ProfilerActivity, profile
