@@ -18,7 +18,8 @@ is its own:
   The subprocess runs with glibc's ``MALLOC_MMAP_THRESHOLD_=65536``: every tensor above 64 KiB
   is its own mapping, returned to the system when freed, so the resident set follows the live
   tensors (with glibc's default heap a freed activation stayed resident and the LoRA peak
-  measured 2.80 GiB against 1.54 GiB of live tensors);
+  measured 2.80 GiB against 1.54 GiB of live tensors). That costs a page fault per
+  allocation, so the step times come from a second pass of every mode with the default heap;
 * CUDA: ``torch.cuda.max_memory_allocated``.
 
 The loss of each mode is reported too: checkpointing recomputes the same activations, so
@@ -214,15 +215,19 @@ def run_mode(args) -> dict:
             "predicted_bytes": predicted["total"], "predicted_parts": predicted}
 
 
-def spawn(args, mode: str) -> dict:
-    """Run ``mode`` in a fresh interpreter; its last stdout line is the result."""
+def spawn(args, mode: str, *, mmap: bool) -> dict:
+    """Run ``mode`` in a fresh interpreter; its last stdout line is the result.
+
+    ``mmap``: the memory pass (see the module docstring); without it, the timing pass.
+    """
     argv = [sys.executable, __file__, "--mode", mode, "--shape", args.shape, "--rows",
             str(args.rows), "--prompt", str(args.prompt), "--completion", str(args.completion),
             "--rank", str(args.rank), "--device", args.device, "--dtype", args.dtype,
             "--threads", str(args.threads), "--updates", str(args.updates)]
     # large blocks straight from mmap: freed tensors leave the resident set, so the CPU peak
     # is live tensors, not glibc's fragmented heap (which put LoRA above full FT in a test run)
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
+    # (an mmap per tensor costs page faults on every allocation: the timing pass runs without)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)} if mmap else None
     done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env)
     if done.returncode:
         raise SystemExit(f"mode {mode} failed:\n{done.stderr[-2000:]}")
@@ -240,7 +245,12 @@ def main(argv=None) -> int:
                           "rows": fits_table(args.rank, args.prompt + args.completion,
                                              args.completion)}))
         return 0
-    results = {mode: spawn(args, mode) for mode in MODES}
+    results = {mode: spawn(args, mode, mmap=args.device == "cpu") for mode in MODES}
+    if args.device == "cpu":  # step times from a pass with glibc's default heap
+        for mode in MODES:
+            timed = spawn(args, mode, mmap=False)
+            results[mode].update(step_s=timed["step_s"], first_step_s=timed["first_step_s"],
+                                 timing_pass_loss=timed["loss"])
     full = results["full"]["peak_bytes"]
     gib = 2**30
     out = {
@@ -251,7 +261,8 @@ def main(argv=None) -> int:
         else f"ru_maxrss minus RSS after imports (MALLOC_MMAP_THRESHOLD_={MMAP_THRESHOLD})",
         "modes": {mode: {"peak_gib": round(r["peak_bytes"] / gib, 3),
                          "peak_vs_full": round(r["peak_bytes"] / full, 3),
-                         "step_s": r["step_s"], "loss": r["loss"],
+                         "step_s": r["step_s"], "first_step_s": r["first_step_s"],
+                         "loss": r["loss"],
                          "grad_norm": r["grad_norm"],
                          "trainable_params": r["trainable_params"],
                          "predicted_gib": round(r["predicted_bytes"] / gib, 3),
