@@ -28,6 +28,9 @@ letter or hyphen (``Qwen2.5``, ``0.5B``, ``SmolLM2-1.7B``).
     python benchmarks/claims_table.py --write     # regenerate benchmarks/CLAIMS.md
     python benchmarks/claims_table.py --check     # exit 1: unregistered numbers, stale table
     python benchmarks/claims_table.py --suggest docs/training.md   # where missing ones occur
+    python benchmarks/claims_table.py --add docs/engines.md --split measurement \
+        --what "vLLM CPU server step times" --source benchmarks/results/server_rollouts.jsonl \
+        [--numbers 4.1 97.2]   # register a file's missing numbers (all, or these), then --write
 """
 
 from __future__ import annotations
@@ -238,7 +241,8 @@ def how_to_add(missed: list[tuple[str, int, str]]) -> str:
         f"(split: one of {', '.join(SPLITS)}, or \"{NOT_A_CLAIM}<setting|example|...>\" "
         "without a source), then run `python benchmarks/claims_table.py --write` and commit "
         f"both. `python benchmarks/claims_table.py --suggest FILE` lists the RESULTS.md "
-        "sections holding each missing number."])
+        "sections holding each missing number; `--add FILE --split S --what W --source F` "
+        "registers a file's missing numbers in one line."])
 
 
 def render(claims: list[Claim], root: Path = REPO) -> str:
@@ -290,13 +294,56 @@ def suggest(file: str, claims: list[Claim], root: Path = REPO) -> str:
     return "\n".join(out)
 
 
+def add_entry(file: str, split: str, what: str, sources: list[list[str]],
+              numbers: list[str] | None, root: Path = REPO) -> dict:
+    """Append a registry line for ``file``'s missing numbers (or ``numbers``); the line.
+
+    Raises:
+        ValueError: nothing to add, or (through ``load_claims``) a number no source holds; the
+            registry is left as it was.
+    """
+    claims = load_claims(root)
+    wanted = sorted({n for f, _, n in missing(claims, root) if f == file}
+                    if numbers is None else {normal(n) for n in numbers})
+    if not wanted:
+        raise ValueError(f"{file} has no number missing from {TABLE}")
+    line = {"files": [file], "numbers": wanted, "split": split, "what": what,
+            **({"sources": sources} if sources else {})}
+    path = root / REGISTRY
+    before = path.read_text(encoding="utf-8")
+    path.write_text(before + json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        load_claims(root)
+    except ValueError:
+        path.write_text(before, encoding="utf-8")
+        raise
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", action="store_true", help=f"regenerate {TABLE}")
     group.add_argument("--check", action="store_true", help="exit 1 on a missing number")
     group.add_argument("--suggest", metavar="FILE", help="RESULTS.md sections per missing one")
+    group.add_argument("--add", metavar="FILE", help="register FILE's missing numbers")
+    parser.add_argument("--split", help=f"with --add: one of {SPLITS} or '{NOT_A_CLAIM}<why>'")
+    parser.add_argument("--what", default="", help="with --add: what the numbers are")
+    parser.add_argument("--source", action="append", default=[], metavar="FILE[::TITLE]",
+                        help="with --add: a committed file (RESULTS.md::<### title>)")
+    parser.add_argument("--numbers", nargs="+", default=None, help="with --add: only these")
     args = parser.parse_args(argv)
+    if args.add:
+        if not args.split or not args.what:
+            parser.error("--add needs --split and --what")
+        try:
+            line = add_entry(args.add, args.split, args.what,
+                             [item.split("::", 1) for item in args.source], args.numbers)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        print(f"added {json.dumps(line, ensure_ascii=False)}; now run --write", file=sys.stderr)
+        return 0
     try:
         claims = load_claims()
     except ValueError as error:

@@ -9,6 +9,7 @@ import pytest
 from benchmarks.claims_table import (
     REPO,
     TABLE,
+    add_entry,
     how_to_add,
     load_claims,
     matches,
@@ -99,3 +100,16 @@ def test_the_failure_names_the_file_the_line_and_how_to_add_it(tiny_repo):
     message = how_to_add(missed)
     assert "README.md:1: 0.535 is not in benchmarks/CLAIMS.md" in message
     assert "benchmarks/claims/numbers.jsonl" in message and "--write" in message
+
+
+def test_add_registers_a_files_missing_numbers_only_if_its_source_holds_them(tiny_repo):
+    registry(tiny_repo)
+    before = (tiny_repo / "benchmarks/claims/numbers.jsonl").read_text()
+    with pytest.raises(ValueError, match="not found"):
+        add_entry("README.md", "dev", "w", [["benchmarks/RESULTS.md"]], ["0.499", "0.51"],
+                  root=tiny_repo)
+    assert (tiny_repo / "benchmarks/claims/numbers.jsonl").read_text() == before
+    line = add_entry("README.md", "dev", "w", [["benchmarks/RESULTS.md", "a run"]], None,
+                     root=tiny_repo)
+    assert line["numbers"] == ["0.463", "0.499", "0.535"]
+    assert missing(load_claims(tiny_repo), tiny_repo) == []
