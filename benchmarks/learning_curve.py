@@ -49,6 +49,9 @@ from pathlib import Path
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # issue 45: benchmarks/splits.py
+
+from splits import LEARNING_CURVE  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
 from crsp_ops.config import load_settings  # noqa: E402
@@ -121,9 +124,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--reward", action="append", default=[], metavar="SPEC[=WEIGHT]",
                         help="reward function(s) of --dataset: every arm, GRPO included, gets "
                              "the same functions")
+    # issue 45: the dev / test task schedules and sampling seeds of benchmarks/splits.py
+    parser.add_argument("--split", choices=tuple(LEARNING_CURVE), default=None,
+                        help="take --seed (task schedule, held-out set) from the split; "
+                             "--sampling-seed must then be one of the split's")
     args = parser.parse_args(argv)
     if args.dataset and not (args.eval_dataset and args.reward):
         parser.error("--dataset needs --eval-dataset and at least one --reward")
+    if args.split:
+        split = LEARNING_CURVE[args.split]
+        if args.sampling_seed is not None and args.sampling_seed not in split.sampling_seeds:
+            parser.error(f"--split {args.split}: --sampling-seed is one of "
+                         f"{list(split.sampling_seeds)} (benchmarks/splits.py)")
+        args.seed = split.schedule_seed
     return args
 
 
