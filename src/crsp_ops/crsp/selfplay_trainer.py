@@ -405,6 +405,8 @@ class SelfPlayTrainer:
             "alpha_s": alphas.alpha_s, "alpha_c": alphas.alpha_c,
             "perf/step_time_s": elapsed, "perf/generation_s": generated - started,
             "perf/update_s": updated - generated, "generation/reloaded": float(reloaded),
+            **{f"generation/{name}": float(value)
+               for name, value in getattr(self.generation, "stats", {}).items()},
             **{f"buffer/{name}": float(size) for name, size in self.buffers.sizes().items()},
         }
         metrics["perf/tokens_per_s"] = (metrics["response_tokens"] + update.get("trained_tokens", 0)
