@@ -91,9 +91,9 @@ _PRESETS: dict[str, Preset] = {
     "evolve_overhead.py": Preset(
         ("--iterations", "2", *EVOLVE_SMALL), (), heavy=True),
     "evolve_heldout.py": Preset(
-        ("--converted", "{model}", "--seeds", "0", "--heldout", "8", "--iterations", "2",
-         "--proposers", "offline", "tpe", "--set", "evolve.minibatch_size=2",
-         "--project", "{scratch}/project"),
+        ("--converted", "{model}", "--stage-set", "model.source={model}", "--seeds", "0",
+         "--heldout", "8", "--iterations", "2", "--proposers", "offline", "tpe",
+         "--set", "evolve.minibatch_size=2", "--project", "{scratch}/project"),
         ("--converted", "{model}", "--split", "dev", "--heldout", "400",
          "--project", "{scratch}/project"), heavy=True),
 }
