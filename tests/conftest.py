@@ -76,7 +76,7 @@ def _build_tiny_model(out_dir: Path) -> Path:
             num_layers=2,
             num_heads=2,
             num_kv_heads=1,
-            max_seq_len=384,
+            max_seq_len=2048,  # the critic's conversation is over 1,000 of its tokens
         ),
         train_spec=TrainSpec(
             steps=200,

@@ -41,7 +41,10 @@ LOCAL = re.compile(r"rank (\d) step (\d+) local: rollouts/count=(\S+) response_t
 
 
 def _args(steps: int) -> list[str]:
-    args = ["--out", "models/crsp", "--set", f"train.steps={steps}"]
+    # the resume below extends the run to 3 steps: only a schedule that does not depend on
+    # train.steps may be extended (a step-dependent one is refused on resume)
+    args = ["--out", "models/crsp", "--set", f"train.steps={steps}",
+            "--set", "reward.alpha_schedule=constant"]
     for item in FAST:
         args += ["--set", item]
     return args
