@@ -34,6 +34,7 @@ INSTRUCTION = ('Extract the person\'s full name and the city from the note. Repl
 
 
 def row(rng: random.Random) -> dict:
+    """One note with its truths, drawn from ``rng``."""
     name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
     city = rng.choice(CITIES)
     note = rng.choice(TEMPLATES).format(name=name, city=city, job=rng.choice(JOBS),
@@ -43,6 +44,7 @@ def row(rng: random.Random) -> dict:
 
 
 def write(path: Path, count: int, seed: int, taken: set) -> None:
+    """``count`` rows whose notes are not in ``taken`` (which they join), as JSONL."""
     rng, rows = random.Random(seed), []
     while len(rows) < count:
         item = row(rng)

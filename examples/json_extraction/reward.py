@@ -33,7 +33,7 @@ def _same(left, right):
 def json_fields(prompts, completions, name, city, **kwargs):
     """TRL's reward signature: one float per completion."""
     rewards = []
-    for completion, true_name, true_city in zip(completions, name, city):
+    for completion, true_name, true_city in zip(completions, name, city, strict=True):
         value = _parsed(_text(completion))
         if value is None:
             rewards.append(0.0)
