@@ -438,8 +438,9 @@ def main(argv=None) -> int:
         save_curve_figure({arm: [e["point"] for e in r["evaluations"]]
                            for arm, r in results.items()}, args.out / "learning_curve.png",
                           title=f"{Path(args.model).name}: "
-                                f"{args.dataset.name if args.dataset else 'edge math'} (difficulty "
-                                f"{args.difficulty}), {args.tasks_per_step} prompts x "
+                                f"{args.dataset.name if args.dataset else 'edge math'}"
+                                f"{'' if args.dataset else f' (difficulty {args.difficulty})'}, "
+                                f"{args.tasks_per_step} prompts x "
                                 f"{args.samples} samples per step, lr {args.learning_rate}")
     print(json.dumps(report))
     return 0
