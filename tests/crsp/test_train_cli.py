@@ -11,7 +11,7 @@ from pipelines.stage_io import run_record_path
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 2
 FAST = [
-    "crsp.problem_types=code_o,math", "crsp.executor_max_workers=2",
+    "crsp.problem_types=code_o,math", "crsp.math_source=limo", "crsp.executor_max_workers=2",
     "crsp.executor_determinism_runs=1", "train.solver_samples=2", "train.proposals_per_step=1",
     "train.critiques_per_task=1", "train.max_new_tokens_propose=6",
     "train.max_new_tokens_solve=6", "train.max_new_tokens_critique=6",
