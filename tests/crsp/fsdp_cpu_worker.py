@@ -5,6 +5,7 @@ one JSON line per rank.
 """
 
 import json
+import sys
 
 import torch
 import torch.distributed as dist
@@ -40,13 +41,16 @@ def main() -> None:
         losses.append(float(loss.detach()))
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True,
                                                                 cpu_offload=True))
-    print(json.dumps({
+    line = json.dumps({
         "rank": dist.get_rank(), "accelerate_distributed_type": accelerator.distributed_type.value,
         "local_params": local, "total_params": sum(t.numel() for t in before.values()),
         "losses": losses, "gathered_keys": len(full),
         "gathered_changed": sum(not torch.equal(full[k], before[k]) for k in full),
-        "gathered_shapes_match": all(full[k].shape == before[k].shape for k in full)}),
-        flush=True)
+        "gathered_shapes_match": all(full[k].shape == before[k].shape for k in full)})
+    # one write of the whole line: both ranks share the pipe, and a write under PIPE_BUF is
+    # atomic, where print's separate newline write let the two lines interleave
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
     dist.destroy_process_group()
 
 
