@@ -139,9 +139,8 @@ class RewardSet:
         else:
             formed = [True] * len(call)
             roles = weighted_total(values, weights)
-        success = values[self.success_reward] if self.success_reward else roles
-        if self.rule == "format_rule" and self.success_reward is None:
-            success = values[CORRECTNESS]
+        name = self.success_reward or (CORRECTNESS if self.rule == "format_rule" else None)
+        success = values[name] if name else roles
         passed = [value is not None and value >= self.success_threshold for value in success]
         totals = roles if self.rule == "sum" else [
             format_rule_reward(well_formed=f, passed=p, role_reward=r)
