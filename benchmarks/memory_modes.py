@@ -51,12 +51,17 @@ MMAP_THRESHOLD = 65536  # bytes: glibc serves larger allocations by mmap (return
 
 def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
                    intermediate: int, kv_hidden: int, vocab: int, tokens: int,
-                   response_tokens: int, checkpointing: bool, weight_bytes: int = 4) -> dict:
-    """Estimated peak bytes of one update of a Llama-shaped model, by part.
+                   response_tokens: int, checkpointing: bool, weight_bytes: int = 4,
+                   shards: int = 1) -> dict:
+    """Estimated peak bytes of one update of a Llama-shaped model, by part, per rank.
 
     * weights: ``params · weight_bytes`` (frozen base weights may be bf16 under LoRA);
     * gradients + AdamW state: ``trainable · (4 + 8)`` bytes (fp32 grads, two fp32 moments);
       full fine-tuning also keeps fp32 master weights, counted in ``weights`` at 4 bytes;
+    * ``shards`` > 1 (``train.sharding=fsdp2`` over that many ranks): weights, gradients and
+      AdamW state are split over the ranks, and each rank adds ``replica``, the full weights
+      it generates from (``crsp.sharding.GenerationReplica``); a layer's weights are gathered
+      in full while it runs (one layer: small beside the rest, not counted);
     * activations of one micro-batch of ``tokens`` tokens: without checkpointing each layer
       keeps about ``10·hidden + 4·intermediate + 2·kv_hidden`` values per token (norms, q/k/v,
       attention and MLP intermediates); with it, each layer keeps its input (``hidden``) and
@@ -69,7 +74,9 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
         activations = tokens * (layers * hidden + per_layer_token) * 4
     else:
         activations = tokens * layers * per_layer_token * 4
-    parts = {"weights": params * weight_bytes, "grads_and_optimizer": trainable * 12,
+    parts = {"weights": params * weight_bytes // shards,
+             "grads_and_optimizer": trainable * 12 // shards,
+             "replica": params * weight_bytes if shards > 1 else 0,
              "activations": activations, "logits": response_tokens * vocab * 4 * 2}
     parts["total"] = sum(parts.values())
     return parts
@@ -101,6 +108,9 @@ def lora_params(hidden: int, layers: int, intermediate: int, kv_hidden: int, ran
     return rank * layers * (9 * hidden + 2 * kv_hidden + 3 * intermediate)
 
 
+SHARDS = 8  # the table's sharded column: full fine-tuning over one 8-GPU node
+
+
 def fits_table(rank: int, tokens: int, response_tokens: int) -> list[dict]:
     """The formula's GiB per model and mode (fp32 weights, as the trainer keeps them)."""
     rows = []
@@ -116,6 +126,11 @@ def fits_table(rank: int, tokens: int, response_tokens: int) -> list[dict]:
                                    tokens=tokens, response_tokens=response_tokens,
                                    checkpointing=mode.endswith("+ckpt"))
             row[mode] = round(parts["total"] / 2**30, 1)
+        sharded = memory_formula(params=params, trainable=params, layers=layers, hidden=hidden,
+                                 intermediate=inter, kv_hidden=kv, vocab=vocab, tokens=tokens,
+                                 response_tokens=response_tokens, checkpointing=True,
+                                 shards=SHARDS)
+        row[f"fsdp2x{SHARDS}+ckpt"] = round(sharded["total"] / 2**30, 1)
         rows.append(row)
     return rows
 

@@ -3,15 +3,18 @@
 Rank 0 updates the tiny policy on three fixed rollouts; every other rank has none and passes
 ``batch=None``. Run under ``torchrun --nproc_per_node 2`` (gloo on CPU) or as one plain process
 on the same rollouts; each rank writes ``<out>/rank<k>.json`` with the parameter sums before and
-after the update and the update's metrics.
+after the update and the update's metrics. With ``--sharded`` the policy is FSDP2-sharded
+(``crsp.sharding``) and updated in ``lockstep`` with one row per micro-batch: rank 0 runs three
+micro-batches, rank 1 three idle passes; the sums are of the gathered full weights.
 
-    python tests/crsp/idle_rank_update.py MODEL_DIR OUT_DIR
+    python tests/crsp/idle_rank_update.py MODEL_DIR OUT_DIR [--sharded]
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ from transformers import AutoModelForCausalLM
 from crsp_ops.crsp.algorithms import get_algorithm
 from crsp_ops.crsp.policy_update import UpdateOptions, policy_update
 from crsp_ops.crsp.rank_metrics import parameter_sum
+from crsp_ops.crsp.sharding import shard_policy
 from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
 OPTIONS = UpdateOptions(
@@ -44,24 +48,36 @@ def rollouts() -> list[Rollout]:
     return rows
 
 
-def main(model_dir: str, out_dir: str) -> None:
+def main(model_dir: str, out_dir: str, sharded: bool = False) -> None:
     """Update once (two epochs) and write this rank's record."""
     torch.manual_seed(0)
     accelerator = Accelerator(cpu=True)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    options = OPTIONS
+    if sharded:
+        model = shard_policy(model, accelerator.device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        options = replace(OPTIONS, lockstep=True, micro_batch_size=1)
+
+        def total() -> float:  # parameters(): a tied weight once, as parameter_sum counts it
+            return float(sum(p.full_tensor().double().sum() for p in model.parameters()))
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        model, optimizer = accelerator.prepare(model, optimizer)
+
+        def total() -> float:
+            return parameter_sum(accelerator.unwrap_model(model))
     rank = accelerator.process_index
     rows = rollouts() if rank == 0 else []
     batch = TrainingBatch.from_rollouts(rows, pad_token_id=0) if rows else None
-    before = parameter_sum(accelerator.unwrap_model(model))
+    before = total()
     model.train()
     metrics = policy_update(model, optimizer, accelerator, batch, ["solve"] * len(rows),
-                            ["math"] * len(rows), OPTIONS, temperature=1.0)
+                            ["math"] * len(rows), options, temperature=1.0)
     record = {"rank": rank, "world": accelerator.num_processes, "before": before,
-              "after": parameter_sum(accelerator.unwrap_model(model)), "metrics": metrics}
+              "after": total(), "metrics": metrics}
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sharded="--sharded" in sys.argv[3:])

@@ -1,5 +1,6 @@
 """Sharded training on CPU: what accelerate does with an FSDP config, what torch's FSDP2 does,
-and the trainer's refusal of a sharding accelerator (docs/scaling.md, "Sharded training")."""
+and the trainer's refusal of DeepSpeed (docs/scaling.md, "Sharded training"; the trainer's own
+FSDP2 is tested in test_train_sharded.py)."""
 
 import json
 import subprocess
@@ -32,10 +33,11 @@ fsdp_config:
 """
 
 
-def test_a_sharding_accelerator_is_refused_in_one_line():
-    with pytest.raises(ConfigError, match="FSDP shards the model.*use a DDP config"):
-        require_replicated(SimpleNamespace(distributed_type=DistributedType.FSDP))
-    require_replicated(SimpleNamespace(distributed_type=DistributedType.MULTI_CPU))
+def test_deepspeed_is_refused_in_one_line_and_fsdp_is_the_trainers_own():
+    with pytest.raises(ConfigError, match="DeepSpeed is not supported.*FSDP2"):
+        require_replicated(SimpleNamespace(distributed_type=DistributedType.DEEPSPEED))
+    for kind in (DistributedType.FSDP, DistributedType.MULTI_CPU):  # test_train_sharded.py
+        require_replicated(SimpleNamespace(distributed_type=kind))
 
 
 def test_fsdp_config_on_cpu_falls_back_to_ddp_while_torch_fsdp2_trains_and_gathers(tmp_path):

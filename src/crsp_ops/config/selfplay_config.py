@@ -151,6 +151,7 @@ class TrainSettings:
     dynamic_sampling_max_rounds: int
     lr_schedule: str  # "constant" | "linear" | "cosine"
     lr_warmup_steps: int
+    sharding: str  # "none" | "fsdp2" (crsp.sharding)
 
     def __post_init__(self) -> None:
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:

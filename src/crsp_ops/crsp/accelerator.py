@@ -1,8 +1,8 @@
 """The ``Accelerator`` every CRSP stage (seeding, self-play) runs under.
 
-Sharded training (FSDP through an accelerate config) is refused by the self-play trainer
-(``require_replicated``): its in-process generation, checkpoints and replica check need every
-rank to hold the whole model (docs/scaling.md, "Sharded training", says what was tried).
+The self-play trainer shards with FSDP2 itself (``crsp.sharding``: ``train.sharding=fsdp2`` or
+an accelerate FSDP config), so the accelerator never wraps a sharded model; DeepSpeed is
+refused (``require_replicated``; docs/scaling.md, "Sharded training").
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ def make_accelerator(mixed_precision: str, device: str) -> Any:
 
 
 def require_replicated(accelerator: Any) -> None:
-    """Raise unless every process holds the whole model (no FSDP / DeepSpeed sharding).
+    """Raise when the accelerate config asks for DeepSpeed, which the trainer does not run.
 
     Raises:
-        ConfigError: the accelerate config shards the model; the message names the fix.
+        ConfigError: a DeepSpeed config; the message names the ways that work.
     """
     kind = getattr(accelerator, "distributed_type", DistributedType.NO)
-    if kind in (DistributedType.FSDP, DistributedType.DEEPSPEED):
-        raise ConfigError(f"accelerate's {kind.value} shards the model, which the CRSP trainer "
-                         "does not support yet (in-process generation and checkpoints need "
-                         "full weights on every rank); use a DDP config (--multi_gpu) with "
-                         "train.lora_rank and train.gradient_checkpointing to fit the model")
+    if kind == DistributedType.DEEPSPEED:
+        raise ConfigError("accelerate's DeepSpeed is not supported by the CRSP trainer; shard "
+                          "with FSDP2 instead (an accelerate FSDP config or "
+                          "train.sharding=fsdp2), or fit the model with train.lora_rank and "
+                          "train.gradient_checkpointing under DDP (--multi_gpu)")

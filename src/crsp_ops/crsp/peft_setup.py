@@ -16,6 +16,7 @@ weights) for the final model, the registry and a generation server.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,32 +77,44 @@ def is_lora(model: Any) -> bool:
     return isinstance(model, PeftModel)
 
 
-def hf_state_dict(model: PeftModel, *, merged: bool) -> dict[str, torch.Tensor]:
+def hf_state_dict(model: PeftModel, *, merged: bool,
+                  state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """The base model's state dict under HF names, the adapter merged in or left out.
 
-    The live weights are never modified (no merge/unmerge round trip that would leave rounding
-    error in the frozen base).
+    ``state`` is the peft model's full state dict (``model.state_dict()`` names) when the live
+    tensors are shards (``sharding.full_state``); by default the live weights, which are never
+    modified (no merge/unmerge round trip that would leave rounding error in the frozen base).
+    The merge is ``W + B·A·scaling`` (transposed for ``fan_in_fan_out`` layers).
     """
-    base = model.get_base_model()
-    state = {name.replace(".base_layer.", "."): tensor.detach()
-             for name, tensor in base.state_dict().items() if "lora_" not in name}
+    state = model.state_dict() if state is None else state
+    prefix = "base_model.model."
+    weights = {name.removeprefix(prefix).replace(".base_layer.", "."): tensor.detach()
+               for name, tensor in state.items() if "lora_" not in name}
     if merged:
         adapter = model.active_adapter
-        for name, module in base.named_modules():
-            if isinstance(module, LoraLayer) and hasattr(module, "get_delta_weight") \
-                    and adapter in module.lora_A:
+        for name, module in model.get_base_model().named_modules():
+            if isinstance(module, LoraLayer) and adapter in module.lora_A:
+                down = state[f"{prefix}{name}.lora_A.{adapter}.weight"]
+                up = state[f"{prefix}{name}.lora_B.{adapter}.weight"]
+                delta = (up @ down) * module.scaling[adapter]
+                if getattr(module, "fan_in_fan_out", False):
+                    delta = delta.T
                 key = f"{name}.weight"
-                state[key] = state[key] + module.get_delta_weight(adapter).to(state[key].dtype)
-    return state
+                weights[key] = weights[key] + delta.to(weights[key].dtype)
+    return weights
 
 
-def save_hf_model(model: Any, directory: Path, *, merged: bool = True) -> None:
-    """``save_pretrained`` of a plain model, or of a LoRA model's base (see the docstring)."""
+def save_hf_model(model: Any, directory: Path, *, merged: bool = True,
+                  state: dict[str, torch.Tensor] | None = None) -> None:
+    """``save_pretrained`` of a plain model, or of a LoRA model's base (see the docstring).
+
+    ``state``: the model's gathered full state dict when its live tensors are shards.
+    """
     if not is_lora(model):
-        model.save_pretrained(directory)
+        model.save_pretrained(directory, state_dict=state)
         return
-    model.get_base_model().save_pretrained(directory, state_dict=hf_state_dict(model,
-                                                                                merged=merged))
+    model.get_base_model().save_pretrained(directory, state_dict=hf_state_dict(
+        model, merged=merged, state=state))
 
 
 class MergedView:
@@ -120,17 +133,36 @@ def exported(model: Any) -> Any:
     return MergedView(model) if is_lora(model) else model
 
 
-def save_adapter(model: Any, checkpoint: Path, *, merged: bool) -> None:
-    """A LoRA checkpoint's ``adapter/`` (and ``merged/`` when asked); nothing for full FT."""
+def save_adapter(model: Any, checkpoint: Path, *, merged: bool,
+                 state: dict[str, torch.Tensor] | None = None) -> None:
+    """A LoRA checkpoint's ``adapter/`` (and ``merged/`` when asked); nothing for full FT.
+
+    ``state``: the model's gathered full state dict when its live tensors are shards.
+    """
     if not is_lora(model):
         return
-    model.save_pretrained(Path(checkpoint) / ADAPTER_DIR)
+    model.save_pretrained(Path(checkpoint) / ADAPTER_DIR, state_dict=state)
     if merged:
-        save_hf_model(model, Path(checkpoint) / MERGED_DIR, merged=True)
+        save_hf_model(model, Path(checkpoint) / MERGED_DIR, merged=True, state=state)
 
 
-def load_adapter(model: Any, checkpoint: Path) -> bool:
+def adapter_state(model: Any, checkpoint: Path) -> dict[str, torch.Tensor]:
+    """A checkpoint's adapter weights under the live model's names (the adapter name put back).
+
+    For a sharded LoRA model (``sharding.load_full_weights``); ``load_adapter`` otherwise.
+    """
+    adapter = model.active_adapter
+    weights = load_peft_weights(str(Path(checkpoint) / ADAPTER_DIR))
+    return {name.replace(".lora_A.weight", f".lora_A.{adapter}.weight")
+            .replace(".lora_B.weight", f".lora_B.{adapter}.weight"): tensor
+            for name, tensor in weights.items()}
+
+
+def load_adapter(model: Any, checkpoint: Path, *,
+                 load_full: Callable[[Any, dict[str, torch.Tensor]], None] | None = None) -> bool:
     """Restore the adapter weights of ``checkpoint`` into a LoRA ``model``; False without one.
+
+    ``load_full`` copies full tensors into a sharded model (``sharding.load_full_weights``).
 
     Raises:
         ConfigError: a LoRA model and a checkpoint without an adapter, or the reverse.
@@ -143,6 +175,9 @@ def load_adapter(model: Any, checkpoint: Path) -> bool:
                          f"train.lora_rank")
     if not is_lora(model):
         return False
+    if load_full is not None:
+        load_full(model, adapter_state(model, checkpoint))
+        return True
     result = set_peft_model_state_dict(model, load_peft_weights(str(directory)))
     unexpected = getattr(result, "unexpected_keys", [])
     if unexpected:

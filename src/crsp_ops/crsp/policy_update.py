@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from crsp_ops.crsp.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
 from crsp_ops.crsp.loss_aggregation import step_denominator, token_weights
 from crsp_ops.crsp.reference_kl import ReferencePolicy, kl_estimate
+from crsp_ops.crsp.sharding import as_float, most_over_ranks
 from crsp_ops.crsp.token_logprobs import gathered_logprobs
 from crsp_ops.crsp.trrpg import RatioClip
 from crsp_ops.inference.rollouts import TrainingBatch
@@ -74,6 +75,7 @@ class UpdateOptions:
     constant_normalizer: int = 1  # C of loss_aggregation="constant_normalizer"
     ref_kl_coef: float = 0.0  # > 0: KL to the initial policy (policy_update's ``reference``)
     ref_kl_estimator: str = "k3"  # reference_kl.ESTIMATORS
+    lockstep: bool = False  # sharded (FSDP): every rank runs as many micro-batches as the most
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -190,11 +192,20 @@ def advantage_signal_over_ranks(accelerator: Any, advantages: torch.Tensor | Non
     return tokens_over_ranks(accelerator, local)
 
 
-def _idle_pass(model, accelerator) -> None:
-    """A zero-loss backward for a rank without rollouts: it joins DDP's gradient all-reduce."""
+def _idle_pass(model, accelerator, reference: ReferencePolicy | None = None) -> None:
+    """A zero-loss backward that joins the ranks' collectives without rollouts of its own.
+
+    DDP: one, for a rank without rollouts (its gradient all-reduce). Sharded (``lockstep``):
+    one per micro-batch this rank lacks, with the reference forward a real pass makes (under
+    LoRA the reference is the sharded model itself, so that forward is a collective too).
+    """
     token = torch.zeros((1, 1), dtype=torch.long, device=accelerator.device)  # (1, 1)
+    mask = torch.ones_like(token)
+    if reference is not None:
+        with torch.no_grad(), reference.active() as ref_model:
+            ref_model(input_ids=token, attention_mask=mask)
     with accelerator.autocast():
-        logits = model(input_ids=token, attention_mask=torch.ones_like(token)).logits
+        logits = model(input_ids=token, attention_mask=mask).logits
         accelerator.backward(logits.sum() * 0.0)
 
 
@@ -306,19 +317,22 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         options.micro_batch_tokens or token_budget(model, device_type=accelerator.device.type))
     current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
+    idle = (most_over_ranks(accelerator, len(groups)) - len(groups) if options.lockstep
+            else int(batch is None))
     for _ in range(options.update_epochs):
         optimizer.zero_grad(set_to_none=True)
-        if batch is None:
-            _idle_pass(model, accelerator)
-        else:
+        if batch is not None:
             metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
                                 temperature, scale, groups, current, local, reference)
-        if options.max_grad_norm > 0:
-            norm = accelerator.clip_grad_norm_(params, options.max_grad_norm)
+        for _ in range(idle):
+            _idle_pass(model, accelerator, reference if options.lockstep else None)
+        if options.max_grad_norm > 0:  # sharded: torch's own clip, DTensor-aware
+            norm = (torch.nn.utils.clip_grad_norm_(params, options.max_grad_norm)
+                    if options.lockstep else
+                    accelerator.clip_grad_norm_(params, options.max_grad_norm))
         else:
-            norm = torch.linalg.vector_norm(torch.stack(
-                [p.grad.detach().norm() for p in params if p.grad is not None]))
-        metrics["grad_norm"] = float(norm)
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+        metrics["grad_norm"] = as_float(norm)
         if skip:  # every rank agrees: the weights, hence later epochs, would not change
             break
         optimizer.step()

@@ -73,6 +73,17 @@ from crsp_ops.crsp.rank_metrics import global_metrics
 from crsp_ops.crsp.reference_kl import ReferencePolicy
 from crsp_ops.crsp.reward_functions import RewardError, RewardState
 from crsp_ops.crsp.rollout_building import build_rollouts
+from crsp_ops.crsp.sharding import (
+    OPTIMIZER_FORMAT,
+    GenerationReplica,
+    full_optimizer_state,
+    full_state,
+    load_full_optimizer_state,
+    load_full_weights,
+    local_parameters,
+    shard_policy,
+    sharding_requested,
+)
 from crsp_ops.crsp.solve_rewards import RewardSet, at_alphas, builtin_solve_rewards
 from crsp_ops.crsp.step_metrics import (
     episode_metrics,
@@ -240,16 +251,27 @@ class SelfPlayTrainer:
         self.tracker = tracker or NullTracker()
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision,
                                                            "auto")
-        require_replicated(self.accelerator)  # FSDP / DeepSpeed: one line, exit 2
+        # FSDP2 (crsp.sharding): generation from a gathered replica, made before LoRA
+        self.sharded = sharding_requested(settings.train.sharding)
+        if not self.sharded:
+            require_replicated(self.accelerator)  # DeepSpeed: one line, exit 2
+        self.replica = GenerationReplica(model, self.accelerator.device) \
+            if self.sharded else None
         model = prepare_policy(model, settings.train)  # LoRA / activation checkpointing
         self.trainable_params, self.total_params = parameter_counts(model)
         # the initial policy: the adapter switched off, or a frozen copy (before any update)
         self.reference = ReferencePolicy(model).to(self.accelerator.device) \
             if settings.train.ref_kl_coef > 0 else None
+        if self.sharded:
+            model = shard_policy(model.to(self.accelerator.device), self.accelerator.device)
+            logger.info("rank %d holds %d of %d parameters (FSDP2)",
+                        self.accelerator.process_index, local_parameters(model),
+                        self.total_params)
         optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                       lr=settings.train.learning_rate,
                                       weight_decay=settings.train.weight_decay)
-        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.model, self.optimizer = (model, optimizer) if self.sharded else \
+            self.accelerator.prepare(model, optimizer)
         self._own_generation = generation is None
         self.step = 0
         self.rng = random.Random(settings.crsp.seed + self.accelerator.process_index)
@@ -259,7 +281,7 @@ class SelfPlayTrainer:
             self.episode_options = replace(self.episode_options, proposals=0,
                                            critiques_per_task=0,
                                            problem_types=(TaskType.DATASET,))
-        self.update_options = update_options(settings)
+        self.update_options = replace(update_options(settings), lockstep=self.sharded)
         self.executor = make_executor(settings.crsp)
         self.buffers = make_buffers(settings.crsp, tasks)
         self.solve_rewards = rewards or builtin_solve_rewards(
@@ -283,8 +305,17 @@ class SelfPlayTrainer:
 
     @property
     def unwrapped_model(self) -> Any:
-        """The model without accelerate/DDP wrappers (for generation and saving)."""
+        """The model without accelerate/DDP wrappers (sharded: the FSDP module itself)."""
         return self.accelerator.unwrap_model(self.model)
+
+    @property
+    def generation_model(self) -> Any:
+        """What generates: the trained model, or its gathered replica when sharded."""
+        return self.replica.model if self.sharded else self.unwrapped_model
+
+    def exported_policy(self) -> Any:
+        """What a generation server loads (``save_pretrained``): merged, gathered weights."""
+        return self.replica if self.sharded else exported(self.unwrapped_model)
 
     def _default_generation(self) -> PolicyGeneration:
         generation = self.settings.generation
@@ -293,11 +324,11 @@ class SelfPlayTrainer:
             if self.accelerator.num_processes > 1:
                 served = served / f"rank-{self.accelerator.process_index}"
             return ServerGeneration(
-                exported(self.unwrapped_model), self.tokenizer, weights_root=served,
+                self.exported_policy(), self.tokenizer, weights_root=served,
                 generation=generation, rank=self.accelerator.process_index,
                 reload_interval=self.settings.train.server_reload_interval, step=self.step)
         device = self.accelerator.device  # cpu:N under a multi-CPU (gloo) launch: just "cpu"
-        return InProcessGeneration(self.unwrapped_model, self.tokenizer,
+        return InProcessGeneration(self.generation_model, self.tokenizer,
                                    device="cpu" if device.type == "cpu" else str(device),
                                    batch_size=generation.batch_size)
 
@@ -325,8 +356,17 @@ class SelfPlayTrainer:
             raise ConfigError(f"{checkpoint}: resuming with other schedule settings would shift "
                               f"the alpha/lr schedules (checkpoint vs now: {changed}); resume "
                               f"with the run's train.steps, reward.alpha_* and train.lr_*")
-        load_adapter(self.unwrapped_model, checkpoint)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.sharded != (state.get("optimizer_format") == OPTIMIZER_FORMAT):
+            raise ConfigError(f"{checkpoint} was written by a "
+                              f"{'sharded' if not self.sharded else 'replicated'} run: resume "
+                              f"with the run's train.sharding (and accelerate config)")
+        load_adapter(self.unwrapped_model, checkpoint,
+                     load_full=load_full_weights if self.sharded else None)
+        if self.sharded:
+            load_full_optimizer_state(self.model, self.optimizer, state["optimizer"])
+            self.replica.refresh(self.model)  # the restored adapter, merged
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
         self.buffers.load_state(state["buffers"])
         restore_rng(state["rng"], self.rng)
         self.step = int(state["step"])
@@ -397,7 +437,9 @@ class SelfPlayTrainer:
         self.buffers.add(episode.new_tasks)
         self.solve_samples += sum(sample.role == "solve" for sample in episode.samples)
         self.solve_samples += int(episode.counters.get("dynamic_sampling/dropped_samples", 0))
-        reloaded = self.generation.sync(step, exported(self.unwrapped_model))
+        if self.sharded:
+            self.replica.refresh(self.model)  # a collective: every rank, once per step
+        reloaded = self.generation.sync(step, self.exported_policy())
         elapsed = time.perf_counter() - started
         metrics = {
             **episode_metrics(episode, [t.value for t in self.episode_options.problem_types]),
@@ -470,7 +512,7 @@ class SelfPlayTrainer:
 
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
         train = self.settings.train
-        self._log(metrics, model=self.unwrapped_model)
+        self._log(metrics, model=self.generation_model)  # ranks' replicas: equal sums
         if self.step == 1:  # the first episode samples the base policy: its per-family rates
             for warning in flat_families(family_solve_counts(episode)):
                 logger.warning("step 1 (base policy): %s", warning)
@@ -528,11 +570,22 @@ class SelfPlayTrainer:
         return atomic_write_json(self.out_dir / CURVE_FILE, {"points": rows})
 
     def save_checkpoint(self) -> Path | None:
-        """Write the checkpoint of the completed steps (main process only)."""
+        """Write the checkpoint of the completed steps (main process; every rank calls it).
+
+        Sharded: the full model and optimizer state are gathered to rank 0 first.
+        """
         self.accelerator.wait_for_everyone()
-        if not self.accelerator.is_main_process or self.step == 0:
+        if self.step == 0:
             return None
-        state = {"step": self.step, "optimizer": self.optimizer.state_dict(),
+        weights, optimizer_state = None, None
+        if self.sharded:
+            weights = full_state(self.model, rank0_only=True)
+            optimizer_state = full_optimizer_state(self.model, self.optimizer)
+        if not self.accelerator.is_main_process:
+            return None
+        state = {"step": self.step,
+                 "optimizer": optimizer_state if self.sharded else self.optimizer.state_dict(),
+                 "optimizer_format": OPTIMIZER_FORMAT if self.sharded else "torch",
                  "buffers": self.buffers.state(), "rng": rng_state(self.rng),
                  "solve_samples": self.solve_samples,
                  "curve": [point.to_row() for point in self.curve],
@@ -541,14 +594,18 @@ class SelfPlayTrainer:
         return save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
                                keep=self.settings.train.keep_checkpoints,
                                save_model=lambda staging: (
-                                   save_hf_model(model, staging, merged=False),
-                                   save_adapter(model, staging,
+                                   save_hf_model(model, staging, merged=False, state=weights),
+                                   save_adapter(model, staging, state=weights,
                                                 merged=self.settings.train.lora_save_merged)))
 
     def save_model(self, out_dir: Path) -> Path:
-        """Save the final HF model dir (LoRA merged in) and ``train_summary.json``."""
+        """Save the final HF model dir (LoRA merged in) and ``train_summary.json``.
+
+        Every rank calls it (sharded: the weights are gathered to rank 0 first).
+        """
+        weights = full_state(self.model, rank0_only=True) if self.sharded else None
         if self.accelerator.is_main_process:
-            save_hf_model(self.unwrapped_model, Path(out_dir), merged=True)
+            save_hf_model(self.unwrapped_model, Path(out_dir), merged=True, state=weights)
             self.tokenizer.save_pretrained(out_dir)
             summary = {"steps": self.step, "algorithm": self.settings.train.algorithm_name}
             (Path(out_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2))
