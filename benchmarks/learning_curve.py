@@ -80,7 +80,7 @@ from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 
-ARMS = ("crsp", "trrpp", "selfplay", "grpo", "crsp_lora")
+ARMS = ("crsp", "trrpp", "selfplay", "grpo", "crsp_lora", "crsp_dynamic")
 ARM_OVERRIDES = {
     "crsp": ["train.algorithm=trrpg"],
     "trrpp": ["train.algorithm=trrpp"],
@@ -91,6 +91,11 @@ ARM_OVERRIDES = {
     # usually wants ~10x full fine-tuning's learning rate (docs/scaling.md)
     "crsp_lora": ["train.algorithm=trrpg", "train.lora_rank=16", "train.lora_alpha=32",
                   "train.learning_rate=3e-4"],
+    # issue 42: DAPO's dynamic sampling with the per-task baseline it is meant for (under the
+    # task_type baseline a flat group still carries advantage); its refills draw further tasks
+    # from the schedule and count as generated samples (compare with --sample-budget)
+    "crsp_dynamic": ["train.algorithm=trrpg", "train.dynamic_sampling=y",
+                     "train.advantage_baseline=task"],
 }
 
 
@@ -114,6 +119,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "crsp.seed, which seeds its episodes); default --seed. The task "
                              "schedule and held-out set stay those of --seed, so other values "
                              "measure how far an arm's result moves between training runs")
+    parser.add_argument("--sample-budget", type=int, default=None,
+                        help="a CRSP arm also stops (and is evaluated) at the first step whose "
+                             "generated solve samples, refills included, reach this many: "
+                             "arms compared at equal generated samples")
     parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--dataset", type=Path, default=None,
@@ -201,10 +210,14 @@ class HeldOut:
         return {"point": point, "correct": correct, "reward": scores.rewards}
 
 
-def training_schedule(train_tasks: list, args) -> list:
-    """The math tasks every arm trains on, in order: ``--tasks-per-step`` per step."""
+def training_schedule(train_tasks: list, args, *, spare: int = 0) -> list:
+    """The math tasks every arm trains on, in order: ``--tasks-per-step`` per step.
+
+    ``spare`` more tasks follow the steps' own (dynamic sampling's refills draw them), so the
+    first ``steps * tasks_per_step`` are the same for every arm.
+    """
     order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
-    needed = args.steps * args.tasks_per_step
+    needed = args.steps * args.tasks_per_step + spare
     return (order * (needed // len(order) + 1))[:needed]
 
 
@@ -229,6 +242,11 @@ class ScheduledTasks(TaskBuffers):
         return drawn
 
 
+def spent(samples: int, args) -> bool:
+    """Whether ``--sample-budget`` (if set) is reached by ``samples`` generated solve samples."""
+    return args.sample_budget is not None and samples >= args.sample_budget
+
+
 def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
              rewards: RewardSet | None) -> dict:
     """A CRSP trainer on the edge tasks, evaluated every ``--eval-every`` steps.
@@ -238,7 +256,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
     """
     settings = arm_settings(args, arm, sampling_seed(args))
     model, tokenizer = load_causal_lm(args.model)
-    evaluations, step_times, flat_shares = [], [], []
+    evaluations, step_times, flat_shares, generated = [], [], [], []
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
             settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out,
@@ -246,27 +264,34 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
         seeds = {train_tasks[0].task_type: list(train_tasks)}
         if arm == "selfplay":
             seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
-        trainer.buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args),
+        train = settings.train
+        spare = (args.steps * args.tasks_per_step * train.dynamic_sampling_max_rounds
+                 if train.dynamic_sampling else 0)
+        trainer.buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args, spare=spare),
                                          capacity=len(train_tasks))
         seeds_type = train_tasks[0].task_type
         try:
             evaluations.append(base)
-            while trainer.step < args.steps:
+            while trainer.step < args.steps and not spent(trainer.solve_samples, args):
                 metrics, _ = trainer.train_step()
                 trainer.step += 1
                 step_times.append(metrics["perf/step_time_s"])
                 flat_shares.append(round(metrics["solve/flat_task_share"], 3))
+                generated.append(trainer.solve_samples)
                 print(f"# {arm} step {trainer.step}: solve_rate "
                       f"{metrics.get(f'solve_rate/{seeds_type.value}', 0):.3f} "
                       f"format {metrics.get('format_ok/solve', 0):.2f} "
                       f"flat tasks {flat_shares[-1]:.2f} "
+                      f"generated {trainer.solve_samples} "
                       f"{metrics['perf/step_time_s']:.0f} s", file=sys.stderr, flush=True)
-                if trainer.step % args.eval_every == 0 or trainer.step == args.steps:
+                if (trainer.step % args.eval_every == 0 or trainer.step == args.steps
+                        or spent(trainer.solve_samples, args)):
                     evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer,
                                                      trainer.step, trainer.solve_samples))
         finally:
             trainer.close()
-    return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares}
+    return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares,
+            "generated_samples": generated}
 
 
 def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet | None,
@@ -377,8 +402,9 @@ def arm_summary(result: dict) -> dict:
                "after_minus_before": paired(first["correct"], last["correct"]),
                "reward_after_minus_before": paired(first["reward"], last["reward"]),
                "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
-    if "flat_task_share" in result:
-        summary["flat_task_share"] = result["flat_task_share"]
+    for key in ("flat_task_share", "generated_samples"):
+        if key in result:
+            summary[key] = result[key]
     return summary
 
 

@@ -7,15 +7,18 @@ every arm and every run that holds it, the held-out solve rate at step 0 and at 
 (default: the last evaluation every file has), the gain (after − before, paired over that
 run's tasks: the difference of the two rates), the share of well-formed answers that are
 correct before and after (answer learning apart from format learning), and over the runs the
-mean gain and mean final rate with Student-t 95% intervals. With both ``crsp`` and ``grpo``
-arms, CRSP − GRPO at that step two ways:
+mean gain and mean final rate with Student-t 95% intervals. With both arms of ``--compare``
+(default ``crsp grpo``), A − B at that step three ways:
 
-* ``crsp_minus_grpo``: paired over the files that hold both arms. Right for runs on different
-  ``--seed`` values, where each pair shares its tasks and held-out set.
-* ``crsp_minus_grpo_welch``: the difference of the arms' mean final rates with a Welch
-  interval over all their runs. Right for runs that differ only in ``--sampling-seed``, where
-  a CRSP run and a GRPO run share nothing that pairing would cancel, and an arm may have been
-  run alone.
+* ``A_minus_B``: paired over the runs that hold both arms (the arms of one run may come from
+  two reports with the same seed and sampling seed). Right for runs on different ``--seed``
+  values, where each pair shares its tasks and held-out set.
+* ``A_minus_B_welch``: the difference of the arms' mean final rates with a Welch interval over
+  all their runs. Right for runs that differ only in ``--sampling-seed``, where an A run and a
+  B run share nothing that pairing would cancel, and an arm may have been run alone.
+* ``A_minus_B_tasks``: paired over the held-out *tasks*: each task's correct share over A's
+  runs minus over B's, a bootstrap over tasks. It needs the ``evaluations.jsonl`` journal
+  beside every report and runs that share one held-out set (one ``--seed``).
 
     python benchmarks/learning_curve_seeds.py /tmp/lc/seed1/learning_curve.json \
         /tmp/lc/seed2/learning_curve.json [--step 8] [--figure /tmp/lc/runs.png] \
@@ -39,9 +42,11 @@ import json
 import statistics
 from pathlib import Path
 
+import numpy as np
 from scipy import stats  # comes with scikit-learn
 
 from crsp_ops.crsp.learning_curve import CurvePoint, save_curve_figure
+from crsp_ops.evaluation.bootstrap import bootstrap_interval
 
 
 def seed_interval(values: list[float], confidence: float = 0.95) -> dict:
@@ -142,11 +147,13 @@ def common_step(reports: list[dict]) -> int:
 
 
 def summarize(reports: list[dict], step: int | None = None,
-              priors: tuple[dict, ...] = ()) -> dict:
+              priors: tuple[dict, ...] = (), compare: tuple[str, str] = ("crsp", "grpo")
+              ) -> dict:
     """The JSON line's content for ``reports`` and earlier summaries' runs at ``step``.
 
     ``step`` defaults to the last step every report evaluated, else the priors' step. A run
     (seed, sampling seed, arm) that a report holds is taken from the report, not a prior.
+    ``compare`` names the arms A, B of the ``A_minus_B`` entries.
     """
     for prior in priors:
         if prior.get("benchmark") != "learning_curve_seeds":
@@ -171,15 +178,62 @@ def summarize(reports: list[dict], step: int | None = None,
                                "after": seed_interval(after),
                                "sd_after": round(statistics.stdev(after), 4)
                                if len(after) > 1 else None}
-    both = [rows for rows in per_run if {"crsp", "grpo"} <= set(rows)]
+    first, second = compare
+    name = f"{first}_minus_{second}"
+    both = [rows for rows in per_run if {first, second} <= set(rows)]
     if both:
-        result["crsp_minus_grpo"] = seed_interval(
-            [rows["crsp"]["after"] - rows["grpo"]["after"] for rows in both])
-    if {"crsp", "grpo"} <= set(arms):
-        result["crsp_minus_grpo_welch"] = welch_interval(
+        result[name] = seed_interval([rows[first]["after"] - rows[second]["after"]
+                                      for rows in both])
+    if {first, second} <= set(arms):
+        result[f"{name}_welch"] = welch_interval(
             *([row["after"] for row in result["arms"][arm]["per_seed"]]
-              for arm in ("crsp", "grpo")))
+              for arm in (first, second)))
     return result
+
+
+def task_verdicts(journal: Path, arm: str, step: int) -> list[bool] | None:
+    """``arm``'s per-task verdicts at ``step`` from an ``evaluations.jsonl`` journal.
+
+    Step 0 is scored once per report, under the arm name ``base``.
+    """
+    for line in journal.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["step"] == step and row["arm"] in ((arm, "base") if step == 0 else (arm,)):
+            return row["correct_each"]
+    return None
+
+
+def tasks_interval(journals: list[Path], compare: tuple[str, str], step: int) -> dict | None:
+    """A − B at ``step`` paired over held-out tasks, each task's verdicts averaged over runs.
+
+    ``None`` when an arm has no verdicts at ``step``; a ``ValueError`` when the runs scored
+    different numbers of tasks (different held-out sets cannot be paired).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> rows = [{"arm": "a", "step": 8, "correct_each": [True, True, False, True]},
+    ...         {"arm": "b", "step": 8, "correct_each": [True, False, False, True]}]
+    >>> _ = (folder / "evaluations.jsonl").write_text("\\n".join(map(json.dumps, rows)))
+    >>> tasks_interval([folder / "evaluations.jsonl"], ("a", "b"), 8)["diff"]
+    0.25
+    """
+    shares = []
+    for arm in compare:
+        verdicts = [v for v in (task_verdicts(j, arm, step) for j in journals) if v is not None]
+        if not verdicts:
+            return None
+        if len({len(v) for v in verdicts}) != 1:
+            raise ValueError(f"{arm}'s runs scored different numbers of held-out tasks: "
+                             "pair over tasks only runs of one --seed")
+        shares.append((np.mean(np.array(verdicts, dtype=float), axis=0), len(verdicts)))
+    (first, first_runs), (second, second_runs) = shares
+    if len(first) != len(second):
+        raise ValueError("the arms scored different numbers of held-out tasks")
+    rows = np.stack([first, second], axis=1)
+    low, high = bootstrap_interval(rows, lambda r: float(r[:, 0].mean() - r[:, 1].mean()))
+    return {"diff": round(float(first.mean() - second.mean()), 4),
+            "ci95": [round(low, 4), round(high, 4)], "tasks": len(first),
+            "runs": [first_runs, second_runs]}
 
 
 def mean_curve(curves: list[list[dict]]) -> list[CurvePoint]:
@@ -214,6 +268,8 @@ def main(argv=None) -> int:
                              "the reports' (repeatable)")
     parser.add_argument("--step", type=int, default=None,
                         help="the step compared with step 0 (default: the last common one)")
+    parser.add_argument("--compare", nargs=2, default=["crsp", "grpo"], metavar=("A", "B"),
+                        help="the arms of the A_minus_B entries (default: crsp grpo)")
     parser.add_argument("--figure", type=Path, default=None,
                         help="PNG of every arm's mean curve over its runs (reports only)")
     args = parser.parse_args(argv)
@@ -221,7 +277,13 @@ def main(argv=None) -> int:
         parser.error("give learning_curve.json files, --prior-summary files, or both")
     reports = [json.loads(path.read_text(encoding="utf-8")) for path in args.reports]
     priors = tuple(json.loads(path.read_text(encoding="utf-8")) for path in args.prior_summary)
-    result = summarize(reports, args.step, priors)
+    compare = tuple(args.compare)
+    result = summarize(reports, args.step, priors, compare)
+    journals = [path.parent / "evaluations.jsonl" for path in args.reports]
+    if journals and all(journal.is_file() for journal in journals):
+        paired_tasks = tasks_interval(journals, compare, result["step"])
+        if paired_tasks is not None:
+            result[f"{compare[0]}_minus_{compare[1]}_tasks"] = paired_tasks
     if args.figure:
         if not reports:
             parser.error("--figure draws the reports' curves: give learning_curve.json files")

@@ -168,3 +168,42 @@ def test_the_committed_temperature_half_runs_give_the_quoted_summary(capsys):
     assert out["arms"]["grpo"]["after"] == {"mean": 0.4463, "ci95": [0.3222, 0.5703], "seeds": 4}
     assert out["crsp_minus_grpo_welch"] == {"diff": 0.1275, "ci95": [0.0081, 0.2469],
                                             "runs": [4, 4]}
+
+
+def _arm_report(folder: Path, sampling_seed: int, arm: str, after: float,
+                verdicts: list[bool]) -> Path:
+    """One run of one arm, with its evaluations.jsonl journal (step 0 scored as ``base``)."""
+    folder.mkdir()
+    report = {"seed": 4521, "sampling_seed": sampling_seed, "arms": {arm: {"curve": [
+        {"step": 0, "solve_rate": 0.25, "well_formed": 1.0, "solve_rate_well_formed": 0.25},
+        {"step": 8, "solve_rate": after, "well_formed": 1.0, "solve_rate_well_formed": after}]}}}
+    (folder / "learning_curve.json").write_text(json.dumps(report))
+    journal = [{"arm": "base", "step": 0, "correct_each": [True, False, False, False]},
+               {"arm": arm, "step": 8, "correct_each": verdicts}]
+    (folder / "evaluations.jsonl").write_text("\n".join(map(json.dumps, journal)) + "\n")
+    return folder / "learning_curve.json"
+
+
+def test_compare_pairs_arms_run_in_separate_reports_by_run_and_by_task(tmp_path, capsys):
+    """A LoRA arm run apart from the full fine-tuning arm, on the same seeds: A − B three ways."""
+    paths = [_arm_report(tmp_path / "full1", 1, "crsp", 0.5, [True, True, False, False]),
+             _arm_report(tmp_path / "full2", 2, "crsp", 0.75, [True, True, True, False]),
+             _arm_report(tmp_path / "lora1", 1, "crsp_lora", 0.25, [True, False, False, False]),
+             _arm_report(tmp_path / "lora2", 2, "crsp_lora", 0.5, [True, True, False, False])]
+    assert main([*map(str, paths), "--compare", "crsp_lora", "crsp"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["crsp_lora_minus_crsp"]["mean"] == pytest.approx(-0.25)  # both runs: -0.25
+    assert out["crsp_lora_minus_crsp_welch"]["diff"] == pytest.approx(-0.25)
+    tasks = out["crsp_lora_minus_crsp_tasks"]
+    # per task, LoRA's share over 2 runs minus full's: [0, -0.5, -0.5, 0] -> mean -0.25
+    assert tasks["diff"] == pytest.approx(-0.25) and tasks["tasks"] == 4
+    assert tasks["runs"] == [2, 2] and tasks["ci95"][0] <= -0.25 <= tasks["ci95"][1]
+    assert "crsp_minus_grpo" not in out
+
+
+def test_tasks_cannot_be_paired_across_held_out_sets(tmp_path):
+    paths = [_arm_report(tmp_path / "a", 1, "crsp", 0.5, [True, False, True, False]),
+             _arm_report(tmp_path / "b", 2, "crsp", 0.5, [True, False]),
+             _arm_report(tmp_path / "c", 1, "grpo", 0.5, [True, False, True, False])]
+    with pytest.raises(ValueError, match="different numbers of held-out tasks"):
+        main(list(map(str, paths)))
