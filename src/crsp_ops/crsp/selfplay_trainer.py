@@ -81,6 +81,7 @@ from crsp_ops.crsp.sharding import (
     load_full_optimizer_state,
     load_full_weights,
     local_parameters,
+    require_distributed,
     shard_policy,
     sharding_requested,
 )
@@ -253,7 +254,9 @@ class SelfPlayTrainer:
                                                            "auto")
         # FSDP2 (crsp.sharding): generation from a gathered replica, made before LoRA
         self.sharded = sharding_requested(settings.train.sharding)
-        if not self.sharded:
+        if self.sharded:
+            require_distributed()  # before the replica's copy: one line, exit 2
+        else:
             require_replicated(self.accelerator)  # DeepSpeed: one line, exit 2
         self.replica = GenerationReplica(model, self.accelerator.device) \
             if self.sharded else None

@@ -71,11 +71,16 @@ def shard_units(model: Any) -> list[torch.nn.Module]:
     return units
 
 
-def shard_policy(model: Any, device: torch.device) -> Any:
-    """``fully_shard`` each decoder layer, then the root, over all ranks; returns ``model``."""
+def require_distributed() -> None:
+    """Raise unless a process group is up (sharding needs ``accelerate launch`` / torchrun)."""
     if not dist.is_initialized():
         raise ConfigError("train.sharding=fsdp2 needs a distributed launch (accelerate launch "
                           "or torchrun with 2 or more processes)")
+
+
+def shard_policy(model: Any, device: torch.device) -> Any:
+    """``fully_shard`` each decoder layer, then the root, over all ranks; returns ``model``."""
+    require_distributed()
     mesh = init_device_mesh(device.type, (dist.get_world_size(),))
     for unit in shard_units(model):
         fully_shard(unit, mesh=mesh)
