@@ -99,6 +99,28 @@ ARM_OVERRIDES = {
 }
 
 
+ROLLOUTS = ("in_process", "vllm_cpu")
+
+
+def rollout_overrides(args) -> list[str]:
+    """The settings that send a CRSP arm's rollouts to vLLM's CPU server (``--rollouts``).
+
+    The server is the trainer's own (``ServerGeneration``, started on the step-0 weights) and
+    follows them in place after every step (``train.server_reload_interval=1``).
+    """
+    if args.rollouts == "in_process":
+        return []
+    from crsp_ops.inference.server_launch import VLLM_CPU_COMMAND
+    from crsp_ops.inference.server_manager import free_port
+
+    command = VLLM_CPU_COMMAND.replace(".venv-engines/vllm-cpu/bin/python", args.server_python)
+    return ["generation.backend=openai_server", "generation.engine=vllm",
+            "generation.vllm_runner=v1", f"generation.base_url=http://127.0.0.1:{free_port()}/v1",
+            f"generation.server_command={command} --max-model-len 2048",
+            "generation.memory_fraction=0.15", "generation.startup_timeout_s=1200",
+            "generation.request_timeout_s=600", "train.server_reload_interval=1"]
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
@@ -125,6 +147,16 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "arms compared at equal generated samples")
     parser.add_argument("--out", type=Path, default=None, help="figure + JSON go here")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    # issue 44: the CRSP arms' rollouts from a real vLLM server (vllm-cpu), weights in place
+    parser.add_argument("--rollouts", choices=ROLLOUTS, default="in_process",
+                        help="where the CRSP arms' training samples come from: the model in "
+                             "process, or vLLM's CPU server (make test-vllm-cpu) updated in "
+                             "place after every step; held-out scoring stays in process")
+    parser.add_argument("--server-python", default=".venv-engines/vllm-cpu/bin/python",
+                        help="--rollouts vllm_cpu: the python of the vllm-cpu venv")
+    parser.add_argument("--trainer-threads", type=int, default=0,
+                        help="torch threads of the trainer (0: unchanged); beside a vLLM-CPU "
+                             "server 1, since its worker pins core 0 (server_rollouts.py)")
     parser.add_argument("--dataset", type=Path, default=None,
                         help="train on this prompt dataset (train.dataset's format) instead of "
                              "edge math; needs --eval-dataset and --reward")
@@ -169,7 +201,9 @@ def arm_settings(args, arm: str, seed: int | None = None):
         f"train.max_new_tokens_solve={args.max_new_tokens}",
         f"train.steps={args.steps}", f"generation.batch_size={args.batch_size}",
         "train.eval_interval=0", "train.checkpoint_interval=1000000"]
-    return load_settings(project_root(), [*shared, *ARM_OVERRIDES[arm], *args.overrides]).settings
+    served = rollout_overrides(args) if arm != "grpo" else []
+    return load_settings(project_root(),
+                         [*shared, *ARM_OVERRIDES[arm], *served, *args.overrides]).settings
 
 
 class HeldOut:
@@ -256,7 +290,8 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
     """
     settings = arm_settings(args, arm, sampling_seed(args))
     model, tokenizer = load_causal_lm(args.model)
-    evaluations, step_times, flat_shares, generated = [], [], [], []
+    evaluations, step_times, flat_shares, generated, lags = [], [], [], [], []
+    served: dict = {}
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
             settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out,
@@ -278,6 +313,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
                 step_times.append(metrics["perf/step_time_s"])
                 flat_shares.append(round(metrics["solve/flat_task_share"], 3))
                 generated.append(trainer.solve_samples)
+                lags.append(metrics.get("generation/policy_lag", 0.0))
                 print(f"# {arm} step {trainer.step}: solve_rate "
                       f"{metrics.get(f'solve_rate/{seeds_type.value}', 0):.3f} "
                       f"format {metrics.get('format_ok/solve', 0):.2f} "
@@ -288,10 +324,12 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
                         or spent(trainer.solve_samples, args)):
                     evaluations.append(heldout.score(trainer.unwrapped_model, tokenizer,
                                                      trainer.step, trainer.solve_samples))
+            served = dict(getattr(trainer.generation, "stats", {}))
         finally:
             trainer.close()
     return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares,
-            "generated_samples": generated}
+            "generated_samples": generated, "policy_lag": lags,
+            **({"server": served} if served else {})}
 
 
 def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet | None,
@@ -402,7 +440,7 @@ def arm_summary(result: dict) -> dict:
                "after_minus_before": paired(first["correct"], last["correct"]),
                "reward_after_minus_before": paired(first["reward"], last["reward"]),
                "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
-    for key in ("flat_task_share", "generated_samples"):
+    for key in ("flat_task_share", "generated_samples", "policy_lag", "server"):
         if key in result:
             summary[key] = result[key]
     return summary
@@ -411,6 +449,9 @@ def arm_summary(result: dict) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+    if args.trainer_threads:
+        import torch
+        torch.set_num_threads(args.trainer_threads)
     settings = arm_settings(args, "crsp")
     executor = make_executor(settings.crsp)
     rewards = None  # edge math: CRSP's own solve reward; --dataset: the --reward functions

@@ -47,3 +47,16 @@ def test_the_sampling_seed_reaches_the_trainer_and_leaves_the_tasks_to_seed():
     assert arm_settings(args, "crsp", sampling_seed(args)).crsp.seed == 102
     assert arm_settings(args, "crsp").crsp.seed == 2  # the edge tasks are drawn with --seed
     assert sampling_seed(parse_args(["--model", "m", "--seed", "2"])) == 2
+
+
+def test_server_rollouts_send_the_crsp_arms_to_vllm_cpu_updated_every_step():
+    args = parse_args(["--model", "m", "--rollouts", "vllm_cpu",
+                       "--server-python", "/venvs/vllm-cpu/bin/python"])
+    served = arm_settings(args, "crsp")
+    assert served.generation.backend == "openai_server" and served.generation.engine == "vllm"
+    assert served.generation.server_command.startswith(
+        "/venvs/vllm-cpu/bin/python -m vllm.entrypoints.openai.api_server")
+    assert served.train.server_reload_interval == 1
+    assert arm_settings(args, "grpo").generation.backend != "openai_server"  # TRL generates
+    in_process = arm_settings(parse_args(["--model", "m"]), "crsp")
+    assert in_process.generation.backend != "openai_server"
