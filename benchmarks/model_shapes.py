@@ -23,6 +23,13 @@ SHAPES = {
     "qwen2-0.5b-shape": dict(vocab_size=151936, hidden_size=896, intermediate_size=4864,
                              num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
                              tie_word_embeddings=True),
+    # Qwen2.5-1.5B's and -3B's sizes on a Llama block (the GPU memory table, docs/scaling.md)
+    "qwen2.5-1.5b-shape": dict(vocab_size=151936, hidden_size=1536, intermediate_size=8960,
+                               num_hidden_layers=28, num_attention_heads=12,
+                               num_key_value_heads=2, tie_word_embeddings=True),
+    "qwen2.5-3b-shape": dict(vocab_size=151936, hidden_size=2048, intermediate_size=11008,
+                             num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
+                             tie_word_embeddings=True),
 }
 
 
