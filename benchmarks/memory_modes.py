@@ -67,7 +67,11 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
       attention and MLP intermediates); with it, each layer keeps its input (``hidden``) and
       one layer's full set is alive during its recomputation;
     * logits: ``response_tokens · vocab`` values and their gradient (prompt positions never
-      reach the vocabulary projection).
+      reach the vocabulary projection);
+    * the optimizer step: torch's foreach AdamW takes ``sqrt(v)`` of every trainable tensor at
+      once (``_foreach_sqrt``), ``trainable · 4`` bytes alive while activations and logits are
+      already freed, so the peak is the larger of the two (from 1.5B parameters up, full
+      fine-tuning's peak is this step: ~20 bytes per parameter on an H200, docs/scaling.md).
     """
     per_layer_token = 10 * hidden + 4 * intermediate + 2 * kv_hidden
     if checkpointing:
@@ -77,8 +81,11 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
     parts = {"weights": params * weight_bytes // shards,
              "grads_and_optimizer": trainable * 12 // shards,
              "replica": params * weight_bytes if shards > 1 else 0,
-             "activations": activations, "logits": response_tokens * vocab * 4 * 2}
-    parts["total"] = sum(parts.values())
+             "activations": activations, "logits": response_tokens * vocab * 4 * 2,
+             "optimizer_step": trainable * 4 // shards}
+    held = parts["weights"] + parts["grads_and_optimizer"] + parts["replica"]
+    parts["total"] = held + max(parts["activations"] + parts["logits"],
+                                parts["optimizer_step"])
     return parts
 
 

@@ -1,0 +1,46 @@
+"""benchmarks/memory_modes.py's memory formula: its parts and the optimizer step's peak."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from memory_modes import llama_params, memory_formula  # noqa: E402
+
+GIB = 2**30
+# Qwen2.5-1.5B's sizes: hidden, layers, intermediate, kv_hidden, vocab, tied
+QWEN_1_5B = (1536, 28, 8960, 256, 151936, True)
+
+
+def formula(params: int, trainable: int, checkpointing: bool, **kw) -> dict:
+    hidden, layers, inter, kv, vocab, _ = QWEN_1_5B
+    return memory_formula(params=params, trainable=trainable, layers=layers, hidden=hidden,
+                          intermediate=inter, kv_hidden=kv, vocab=vocab, tokens=576,
+                          response_tokens=512, checkpointing=checkpointing, **kw)
+
+
+def test_the_peak_is_the_larger_of_the_backward_pass_and_the_optimizer_step():
+    params = llama_params(*QWEN_1_5B)
+    parts = formula(params, params, checkpointing=True)
+    held = parts["weights"] + parts["grads_and_optimizer"]
+    assert parts["optimizer_step"] == 4 * params > parts["activations"] + parts["logits"]
+    assert parts["total"] == held + parts["optimizer_step"] == 20 * params
+    # a tiny trainable set (LoRA): the activations are the larger part again
+    lora = formula(params, 10**6, checkpointing=False)
+    assert lora["total"] == (lora["weights"] + lora["grads_and_optimizer"]
+                             + lora["activations"] + lora["logits"])
+
+
+def test_full_fine_tuning_at_1_5b_matches_the_h200_measurement():
+    # benchmarks/results/gpu_2026-11-26: full 28.829 GiB, full + ckpt 28.876 GiB (bf16 autocast)
+    params = llama_params(*QWEN_1_5B)
+    for checkpointing, measured in ((False, 28.829), (True, 28.876)):
+        predicted = formula(params, params, checkpointing)["total"] / GIB
+        assert abs(measured / predicted - 1) < 0.03
+
+
+def test_sharding_splits_the_optimizer_step_too():
+    params = llama_params(*QWEN_1_5B)
+    assert formula(params, params, True, shards=8)["optimizer_step"] == 4 * params // 8
