@@ -52,6 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # issue 45: benchmarks/splits.py
 
 from splits import LEARNING_CURVE  # noqa: E402
+from vllm_cpu import VENV_PYTHON, vllm_cpu_overrides  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
 from crsp_ops.config import load_settings  # noqa: E402
@@ -110,15 +111,7 @@ def rollout_overrides(args) -> list[str]:
     """
     if args.rollouts == "in_process":
         return []
-    from crsp_ops.inference.server_launch import VLLM_CPU_COMMAND
-    from crsp_ops.inference.server_manager import free_port
-
-    command = VLLM_CPU_COMMAND.replace(".venv-engines/vllm-cpu/bin/python", args.server_python)
-    return ["generation.backend=openai_server", "generation.engine=vllm",
-            "generation.vllm_runner=v1", f"generation.base_url=http://127.0.0.1:{free_port()}/v1",
-            f"generation.server_command={command} --max-model-len 2048",
-            "generation.memory_fraction=0.15", "generation.startup_timeout_s=1200",
-            "generation.request_timeout_s=600", "train.server_reload_interval=1"]
+    return [*vllm_cpu_overrides(python=args.server_python), "train.server_reload_interval=1"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -152,7 +145,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="where the CRSP arms' training samples come from: the model in "
                              "process, or vLLM's CPU server (make test-vllm-cpu) updated in "
                              "place after every step; held-out scoring stays in process")
-    parser.add_argument("--server-python", default=".venv-engines/vllm-cpu/bin/python",
+    parser.add_argument("--server-python", default=VENV_PYTHON,
                         help="--rollouts vllm_cpu: the python of the vllm-cpu venv")
     parser.add_argument("--trainer-threads", type=int, default=0,
                         help="torch threads of the trainer (0: unchanged); beside a vLLM-CPU "

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from train_step import bench_tasks
+from vllm_cpu import vllm_cpu_overrides
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -55,8 +56,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def bench_settings(args, mode: str):
     from crsp_ops.config import load_settings
-    from crsp_ops.inference.server_launch import VLLM_CPU_COMMAND
-    from crsp_ops.inference.server_manager import free_port
     from crsp_ops.paths import copy_config_tree
 
     overrides = [f"train.steps={args.steps}", "tracking.enabled=n",
@@ -65,12 +64,7 @@ def bench_settings(args, mode: str):
                  "train.solver_samples=4", "train.max_new_tokens_solve=48",
                  "crsp.problem_types=math", *args.overrides]
     if mode != "in_process":
-        overrides += ["generation.backend=openai_server", "generation.engine=vllm",
-                      "generation.vllm_runner=v1",
-                      f"generation.base_url=http://127.0.0.1:{free_port()}/v1",
-                      f"generation.server_command={VLLM_CPU_COMMAND} --max-model-len 2048",
-                      f"generation.memory_fraction={args.memory_fraction}",
-                      "generation.startup_timeout_s=1200", "generation.request_timeout_s=600"]
+        overrides += vllm_cpu_overrides(memory_fraction=args.memory_fraction)
     root = Path(tempfile.mkdtemp(prefix="server_rollouts_config_"))
     copy_config_tree(REPO, root)  # the declared defaults, not the working tree's params.yaml
     return load_settings(root, overrides, env={}).settings
