@@ -56,6 +56,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
+from crsp_ops.data.financebench_synthetic import DEFAULT_MAX_REVENUE  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
 from crsp_ops.evaluation.paired_gains import (  # noqa: E402
     correctness_non_inferior,
@@ -352,6 +353,7 @@ def main() -> None:
 
     started = time.perf_counter()
     stage_overrides = ["model.source=smollm2", f"financebench.heldout_size={args.heldout}",
+                       f"financebench.synthetic_max_revenue={DEFAULT_MAX_REVENUE}",
                        *(split.stage_overrides() if args.split else []),
                        *args.stage_overrides]
     project = build_project(args.project, args.converted.resolve(), stage_overrides)

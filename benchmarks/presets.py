@@ -90,6 +90,11 @@ _PRESETS: dict[str, Preset] = {
         ("--seeds", "0", "--budget", "12", *EVOLVE_SMALL), (), heavy=True),
     "evolve_overhead.py": Preset(
         ("--iterations", "2", *EVOLVE_SMALL), (), heavy=True),
+    "demo_model_probe.py": Preset(
+        ("--crsp-seeds", "1", "--tasks", "4", "--finance", "4", "--train",
+         "--set", "model.tiny_train_steps=20", "--set", "train.steps=1",
+         "--set", "train.eval_math_tasks=4", "--project", "{scratch}/project"),
+        ("--crsp-seeds", "1", "2", "--train", "--project", "{scratch}/project"), heavy=True),
     "evolve_heldout.py": Preset(
         ("--converted", "{model}", "--stage-set", "model.source={model}", "--seeds", "0",
          "--heldout", "8", "--iterations", "2", "--proposers", "offline", "tpe",

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     resolved = settings_from(args)
     bench = resolved.settings.financebench
-    result = load_financebench(bench.source, synthetic_count=bench.n_synthetic, seed=bench.seed)
+    result = load_financebench(bench.source, synthetic_count=bench.n_synthetic, seed=bench.seed,
+                               max_revenue=bench.synthetic_max_revenue)
     pool, heldout = split_pool_heldout(
         result.rows, heldout_size=bench.heldout_size, seed=bench.seed
     )

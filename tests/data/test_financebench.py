@@ -218,3 +218,18 @@ def test_answer_formats(formatter, value, expected):
     from decimal import Decimal
 
     assert formatter(Decimal(value)) == expected
+
+
+def test_max_revenue_sets_the_scale_of_every_stated_figure():
+    def figures(rows):
+        return [int(value.replace(",", "")) for row in rows
+                for fact in FACT.findall(row.evidence_passage) for value in (fact[1], fact[3])]
+
+    small = generate_financebench_examples(count=200, seed=5, max_revenue=300)
+    assert max(figures(small)) <= 3 * 300 * 1.3 and min(figures(small)) >= 1
+    default = figures(generate_financebench_examples(count=200, seed=5))
+    assert max(default) > 10_000  # the default keeps figures of up to five digits
+    assert load_financebench("synthetic", synthetic_count=200, seed=5,
+                             max_revenue=300).rows == tuple(small)
+    with pytest.raises(ValueError, match="max_revenue must be >= 180"):
+        generate_financebench_examples(count=1, seed=0, max_revenue=100)

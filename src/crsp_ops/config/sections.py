@@ -48,6 +48,7 @@ class FinanceBenchSettings:
     heldout_size: int
     prompt_template: str  # with {evidence} and {question}; "\\n" stands for a newline
     seed: int
+    synthetic_max_revenue: int  # USD millions: the largest synthetic revenue (figure scale)
 
     def __post_init__(self) -> None:
         missing = [f for f in ("{question}",) if f not in self.prompt_template]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
-from crsp_ops.data.financebench_synthetic import generate_financebench_examples
+from crsp_ops.data.financebench_synthetic import DEFAULT_MAX_REVENUE, generate_financebench_examples
 from crsp_ops.data.load_result import LoadResult, RowError, SkipTally, warn_skipped
 from crsp_ops.data.row_fields import (
     optional_int,
@@ -84,7 +84,7 @@ def parse_financebench_rows(raw_rows: Iterable[Any], tally: SkipTally) -> list[F
 
 
 def load_financebench(
-    source: str, *, synthetic_count: int, seed: int
+    source: str, *, synthetic_count: int, seed: int, max_revenue: int = DEFAULT_MAX_REVENUE
 ) -> LoadResult[FinanceBenchExample]:
     """Load FinanceBench rows from ``source``.
 
@@ -92,6 +92,7 @@ def load_financebench(
         source: ``synthetic`` or a path to a local file in the open-source set's schema.
         synthetic_count: rows to generate when ``source`` is ``synthetic``.
         seed: generator seed when ``source`` is ``synthetic``.
+        max_revenue: the synthetic filings' largest revenue (USD millions; figure scale).
 
     Raises:
         FileNotFoundError: a local file does not exist.
@@ -100,7 +101,8 @@ def load_financebench(
     if source == SYNTHETIC_SOURCE:
         if synthetic_count < 1:
             raise ValueError(f"synthetic_count must be >= 1, got {synthetic_count}")
-        rows = generate_financebench_examples(count=synthetic_count, seed=seed)
+        rows = generate_financebench_examples(count=synthetic_count, seed=seed,
+                                              max_revenue=max_revenue)
         return LoadResult(rows=tuple(rows), n_skipped=0, skipped_reasons={})
     tally = SkipTally()
     raw_rows = iter_raw_rows(Path(source), lambda _line, why: tally.skip(why))

@@ -17,6 +17,7 @@ from crsp_ops.data.answer_format import format_percent, format_ratio, format_usd
 from crsp_ops.data.examples import FinanceBenchEvidence, FinanceBenchExample
 
 HUNDRED = Decimal(100)
+DEFAULT_MAX_REVENUE = 90_000  # USD millions: figures of up to five digits
 
 
 @dataclass(frozen=True)
@@ -54,17 +55,23 @@ class QuestionSpec:
     used_keys: tuple[str, ...]  # line items the evidence must state
 
 
-def generate_financebench_examples(*, count: int, seed: int) -> list[FinanceBenchExample]:
+def generate_financebench_examples(*, count: int, seed: int,
+                                   max_revenue: int = DEFAULT_MAX_REVENUE,
+                                   ) -> list[FinanceBenchExample]:
     """Return ``count`` synthetic FinanceBench rows; the same ``seed`` gives the same rows.
 
     Args:
         count: number of rows (>= 0).
         seed: seed of the generator.
+        max_revenue: the largest revenue in USD millions (>= 180); revenues are drawn from
+            ``[max_revenue // 180, max_revenue]``, the other figures are shares of them.
     """
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}")
+    if max_revenue < 180:
+        raise ValueError(f"max_revenue must be >= 180, got {max_revenue}")
     rng = random.Random(seed)
-    return [_example(rng, index) for index in range(count)]
+    return [_example(rng, index, max_revenue=max_revenue) for index in range(count)]
 
 
 def evidence_sentence(item: LineItem, fiscal_year: int) -> str:
@@ -80,8 +87,8 @@ def _verb(label: str) -> str:
     return "were" if label.endswith("s") else "was"
 
 
-def _example(rng: random.Random, index: int) -> FinanceBenchExample:
-    filing = _filing(rng)
+def _example(rng: random.Random, index: int, max_revenue: int) -> FinanceBenchExample:
+    filing = _filing(rng, max_revenue)
     spec = rng.choice(QUESTION_KINDS)(rng, filing)
     # The passage states the items the question needs plus one distractor, in a shuffled order,
     # so the answer is obtainable but has to be found.
@@ -111,8 +118,8 @@ def _example(rng: random.Random, index: int) -> FinanceBenchExample:
     )
 
 
-def _filing(rng: random.Random) -> Filing:
-    revenue = rng.randint(500, 90_000)
+def _filing(rng: random.Random, max_revenue: int) -> Filing:
+    revenue = rng.randint(max_revenue // 180, max_revenue)
 
     def share(low: float, high: float) -> int:
         return max(1, round(revenue * rng.uniform(low, high)))
