@@ -39,7 +39,8 @@ def test_shorter_best_gets_a_non_inferior_verdict_and_metrics():
 def test_same_deltas_say_no_change_and_old_files_still_describe():
     comparison = evaluate_heldout(fake_evaluate, list(range(6)), initial=INITIAL, best=INITIAL,
                                   weights=WEIGHTS)
-    assert describe_heldout(comparison.to_json()).endswith("(no change)")
+    assert describe_heldout(comparison.to_json()).endswith(
+        "(no change): +0% tokens, correctness +0.00: non-inferior")
     old = {k: v for k, v in comparison.to_json().items() if k != "paired"}  # before issue 26
     assert len(describe_heldout(old).splitlines()) == 2
 

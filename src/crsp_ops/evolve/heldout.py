@@ -90,13 +90,14 @@ def verdict_line(gains: PairedGains, *, margin: float = NONINFERIORITY_MARGIN) -
     held-out (400 questions, paired 95% CI): -23% tokens [-27%, -19%],
     correctness -0.01 [-0.02, +0.01]: non-inferior; composite +0.031 [+0.012, +0.050]
     >>> print(verdict_line(PairedGains(40, 0.95, 30.0, 30.0, Estimate(0, 0, 0), Estimate(0, 0, 0),
-    ...                                Estimate(0, 0, 0), True)))
-    held-out (40 questions): the best deltas answer exactly as the initial ones (no change)
+    ...                                Estimate(0, 0, 0), True)))  # doctest: +NORMALIZE_WHITESPACE
+    held-out (40 questions): the best deltas answer exactly as the initial ones (no change):
+    +0% tokens, correctness +0.00: non-inferior
     """
     level = round(100 * gains.confidence)
     if gains.unchanged:
         return (f"held-out ({gains.n} questions): the best deltas answer exactly as the "
-                "initial ones (no change)")
+                "initial ones (no change): +0% tokens, correctness +0.00: non-inferior")
     tokens, correct, composite = gains.tokens, gains.correctness, gains.composite
     verdict = ("non-inferior" if correctness_non_inferior(correct.low, margin)
                else f"inferiority not excluded (lower bound below -{margin:g})")
