@@ -13,11 +13,8 @@ import subprocess
 
 import pytest
 
+from benchmarks.demo_model_probe import solve_rate
 from crsp_ops.config import load_settings
-from crsp_ops.crsp.edge_tasks import edge_math_tasks
-from crsp_ops.crsp.selfplay_trainer import make_executor
-from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response
-from crsp_ops.inference.completions import SamplingParams
 from crsp_ops.inference.transformers_backend import TransformersBackend
 from tests.recipes.conftest import PROJECT_FILES, copy_project, recipe_env
 
@@ -32,18 +29,9 @@ def test_demo_model_step0_solve_rate_is_inside_10_to_60_percent(tmp_path):
     settings = load_settings(root, []).settings
     assert "math" in settings.crsp.problem_types
     assert settings.crsp.math_source == "edge" and settings.train.eval_math_tasks >= 100
-    _, heldout = edge_math_tasks(settings.crsp)
-    tasks = heldout[: settings.train.eval_math_tasks]
     backend = TransformersBackend.from_pretrained(root / "models/base", device="cpu",
                                                   batch_size=32)
-    conversations = [solve_messages(task) for task in tasks]
-    completions = backend.generate(conversations, SamplingParams(
-        max_new_tokens=settings.train.max_new_tokens_solve, temperature=0.0, top_p=1.0))
-    executor = make_executor(settings.crsp)
-    try:
-        checks = check_solutions(tasks, [solve_response(m, c.text) for m, c in
-                                          zip(conversations, completions, strict=True)], executor)
-    finally:
-        executor.close()
-    rate = sum(check.correct for check in checks) / len(checks)
-    assert 0.10 <= rate <= 0.60, f"step-0 greedy solve rate {rate:.3f} on {len(tasks)} tasks"
+    measured = solve_rate(settings, backend, settings.train.eval_math_tasks)
+    assert measured["tasks"] == settings.train.eval_math_tasks
+    assert 0.10 <= measured["rate"] <= 0.60, (
+        f"step-0 greedy solve rate {measured['rate']:.3f} on {measured['tasks']} tasks")
