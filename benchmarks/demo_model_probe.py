@@ -1,8 +1,8 @@
 """Probe the demo's tiny base model: step-0 solve rate and FinanceBench correctness (issue 43).
 
 Builds the base model exactly as ``make demo`` does (the limo, financebench and base-model
-stages of a copy of this project, Kconfig defaults plus ``--set`` overrides), then decodes
-greedily, unsteered:
+stages of a fresh project with this checkout's Kconfig defaults plus ``--set`` overrides),
+then decodes greedily, unsteered:
 
 - the train stage's held-out edge tasks of each ``--crsp-seeds`` seed (``crsp.seed``; the
   solve corpus leaves that seed's held-out questions out, so the base model is rebuilt per
@@ -33,7 +33,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.config import load_settings, sync_params  # noqa: E402
 from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import make_executor  # noqa: E402
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
@@ -44,41 +44,40 @@ from crsp_ops.evolve.minibatch import run_minibatch  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.inference.open_backend import prompt_template, sampling_params  # noqa: E402
 from crsp_ops.inference.transformers_backend import TransformersBackend  # noqa: E402
+from crsp_ops.paths import copy_config_tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-PROJECT_FILES = ("Kconfig", "kconfig", "src", "pipelines", "params.yaml")
 STAGES = ("limo", "financebench", "base-model")
 
 
+def run_stage(root: Path, stage: list[str], overrides: list[str]) -> None:
+    """Run one ``crsp-ops`` stage in the project ``root``, tracking off, with ``overrides``."""
+    sets = [arg for item in ["tracking.enabled=n", *overrides] for arg in ("--set", item)]
+    subprocess.run([sys.executable, "-m", "pipelines.cli", *stage, *sets], cwd=root,
+                   env={**os.environ, "CRSP_OPS_ROOT": str(root)}, check=True,
+                   capture_output=True)
+
+
 def build_base_model(root: Path, overrides: list[str]) -> float:
-    """Copy the project to ``root`` and run its data and base-model stages; the seconds taken."""
+    """A fresh project at ``root`` (this checkout's Kconfig), its data and base-model stages run.
+
+    Returns the seconds the stages took.
+    """
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    for name in PROJECT_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, root / name)
-    env = {**os.environ, "CRSP_OPS_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    sets = [arg for item in ["tracking.enabled=n", *overrides] for arg in ("--set", item)]
+    copy_config_tree(REPO, root)
+    sync_params(root)
     started = time.perf_counter()
     for stage in STAGES:
-        subprocess.run(["crsp-ops", stage, *sets], cwd=root, env=env, check=True,
-                       capture_output=True)
+        run_stage(root, [stage], overrides)
     return time.perf_counter() - started
 
 
 def train_gain(root: Path, overrides: list[str]) -> dict:
     """Run the train stage on ``models/base``; its held-out metrics and seconds taken."""
-    sets = [arg for item in ["tracking.enabled=n", *overrides] for arg in ("--set", item)]
-    env = {**os.environ, "CRSP_OPS_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     started = time.perf_counter()
-    subprocess.run(["crsp-ops", "train", "--model", "models/base", "--out", "models/crsp", *sets],
-                   cwd=root, env=env, check=True, capture_output=True)
+    run_stage(root, ["train", "--model", "models/base", "--out", "models/crsp"], overrides)
     metrics = json.loads((root / "models/crsp.metrics.json").read_text())
     return {"train_s": round(time.perf_counter() - started, 1),
             **{k.removeprefix("eval/solve_rate/"): round(v, 4) for k, v in metrics.items()
