@@ -35,13 +35,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
 from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
+from crsp_ops.crsp.heldout import score_heldout  # noqa: E402
+from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay_trainer import make_executor  # noqa: E402
-from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
+from crsp_ops.crsp.solve_rewards import builtin_solve_rewards  # noqa: E402
 from crsp_ops.evaluation.intervals import proportion_interval  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
 from crsp_ops.evolve.inputs import load_pool_and_heldout  # noqa: E402
 from crsp_ops.evolve.minibatch import run_minibatch  # noqa: E402
-from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.inference.open_backend import prompt_template, sampling_params  # noqa: E402
 from crsp_ops.inference.transformers_backend import TransformersBackend  # noqa: E402
 from crsp_ops.paths import copy_config_tree  # noqa: E402
@@ -85,21 +86,25 @@ def train_gain(root: Path, overrides: list[str]) -> dict:
 
 
 def solve_rate(settings, backend: TransformersBackend, limit: int) -> dict:
-    """Greedy step-0 solve rate on the train stage's first ``limit`` held-out tasks."""
+    """Greedy step-0 solve rate on the train stage's first ``limit`` held-out tasks.
+
+    Scored as the trainer's own evaluation scores them (``score_heldout``, CRSP's solve
+    rewards), with its bootstrap 95% interval.
+    """
     _, heldout = edge_math_tasks(settings.crsp)
     tasks = heldout[:limit]
-    conversations = [solve_messages(task) for task in tasks]
-    completions = backend.generate(conversations, SamplingParams(
-        max_new_tokens=settings.train.max_new_tokens_solve, temperature=0.0, top_p=1.0))
     executor = make_executor(settings.crsp)
     try:
-        checks = check_solutions(tasks, [solve_response(m, c.text) for m, c in
-                                          zip(conversations, completions, strict=True)], executor)
+        rewards = builtin_solve_rewards(
+            executor, length_max_length=settings.reward.length_max_length,
+            length_penalty_threshold=settings.reward.length_penalty_threshold)
+        scores = score_heldout(backend, tasks, rewards, RewardState(0, settings.train.steps),
+                               max_new_tokens=settings.train.max_new_tokens_solve)
     finally:
         executor.close()
-    correct = [check.correct for check in checks]
-    return {"tasks": len(tasks), "rate": round(sum(correct) / len(tasks), 3),
-            "ci": [round(x, 3) for x in proportion_interval(correct)]}
+    metrics = scores.metrics
+    return {"tasks": len(tasks), "rate": round(metrics["all"], 3),
+            "ci": [round(metrics["all_ci_low"], 3), round(metrics["all_ci_high"], 3)]}
 
 
 def finance_correctness(root: Path, settings, backend: TransformersBackend, limit: int) -> dict:
@@ -129,7 +134,8 @@ def main() -> None:
                         help="crsp.seed values (dev seeds: never a declared claim's)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="KEY=VALUE settings for every stage (e.g. model.tiny_train_steps=900)")
-    parser.add_argument("--tasks", type=int, default=200, help="held-out edge tasks per seed")
+    parser.add_argument("--tasks", type=int, default=None,
+                        help="held-out edge tasks per seed (default: train.eval_math_tasks)")
     parser.add_argument("--finance", type=int, default=100, help="held-out FinanceBench questions")
     parser.add_argument("--train", action="store_true",
                         help="also run the train stage and report its held-out paired gain")
@@ -145,7 +151,8 @@ def main() -> None:
         backend = TransformersBackend.from_pretrained(args.project / "models/base", device="cpu",
                                                       batch_size=32)
         seeds.append({"crsp_seed": seed, "build_s": round(build_s, 1),
-                      "solve": solve_rate(settings, backend, args.tasks),
+                      "solve": solve_rate(settings, backend,
+                                          args.tasks or settings.train.eval_math_tasks),
                       "finance": finance_correctness(args.project, settings, backend,
                                                      args.finance),
                       **({"train": train_gain(args.project, overrides)} if args.train else {})})

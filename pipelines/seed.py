@@ -2,7 +2,8 @@
 
 Loss ``−E[log π(s|q) + α·log π(a|q,s)]`` on assistant tokens only (``crsp_ops.crsp.seeding``).
 With ``seeding.enabled=n`` the base model is written unchanged, so ``--out`` always holds the
-model self-play starts from. The last ``crsp.heldout_math`` LIMO rows are never trained on.
+model self-play starts from. With ``crsp.math_source=limo`` the last ``crsp.heldout_math`` LIMO
+rows (the held-out evaluation's) are never trained on.
 
 Tiny CPU run:
     crsp-ops seed --model models/base --limo data/limo --out models/seeded \
@@ -55,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
                                     synthetic_count=settings.limo.n_synthetic,
                                     seed=settings.limo.seed, hub_split=settings.limo.hub_split)
             tracker.log_metrics({"data_limo_skipped_rows": float(rows.n_skipped)}, step=0)
-            train_rows, _ = split_heldout(list(rows.rows), settings.crsp.heldout_math)
+            # LIMO rows are held out only where the evaluation solves them (math_source=limo)
+            heldout = settings.crsp.heldout_math if settings.crsp.math_source == "limo" else 0
+            train_rows, _ = split_heldout(list(rows.rows), heldout)
             result = run_seeding(
                 model, tokenizer, train_rows, steps=seeding.steps,
                 learning_rate=seeding.learning_rate, batch_size=seeding.batch_size,

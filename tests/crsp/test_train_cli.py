@@ -72,13 +72,15 @@ def test_train_cli_logs_every_step_to_mlflow(project, tiny_model_dir):
     assert metrics["steps"] == STEPS
 
 
-def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir):
+@pytest.mark.parametrize(("math_source", "examples"), [("limo", 4), ("edge", 6)])
+def test_seed_cli_writes_a_seeded_model(project, tiny_model_dir, math_source, examples):
+    """The last crsp.heldout_math LIMO rows are held out only where evaluation solves them."""
     assert main(["seed", "--model", str(tiny_model_dir), "--set", "seeding.enabled=y",
                  "--set", "seeding.steps=3", "--set", "seeding.batch_size=2",
-                 "--set", "crsp.heldout_math=2"]) == 0
+                 "--set", "crsp.heldout_math=2", "--set", f"crsp.math_source={math_source}"]) == 0
     out = project / "models" / "seeded"
     summary = json.loads((out / "seeding_summary.json").read_text())
-    assert summary["steps"] == 3 and summary["examples"] == 4
+    assert summary["steps"] == 3 and summary["examples"] == examples
     run_id = json.loads(run_record_path(out).read_text())["run_id"]
     history = _client(project).get_metric_history(run_id, "seed/loss")
     assert sorted(m.step for m in history) == [1, 2, 3]
