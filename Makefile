@@ -128,11 +128,11 @@ sync: setup  ## write params.yaml from Kconfig + .config
 # ~15 min on 2 cores; not results) or its long one (the docs' measurements: hours). Both stop at
 # the first failure. TRL (the [bench] extra) is needed by train_step.py and learning_curve.py.
 bench: setup  ## every benchmark's fast preset, one JSON line each; stops at the first failure
-	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(PY) benchmarks/bench_all.py
 
 bench-long: setup  ## every benchmark's long preset (hours); stops at the first failure
-	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(PY) benchmarks/bench_all.py --long
 
 # --app-name crsp-ui: MLflow's app, opening in the model-training view with the key metric
