@@ -1,9 +1,9 @@
 """constraints.txt pins what `make setup` installs, so a later install gets the same versions."""
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
