@@ -25,14 +25,16 @@ def test_samples_are_the_trainers_conversation_with_a_worked_reply():
         assert sample.assistant.endswith(f"<answer>{problem.example.answer}</answer>")
 
 
-def test_slips_follow_the_family_shares_and_are_wrong_by_one():
+def test_slips_follow_the_family_shares_and_only_add_a_stray_minus():
     problems = generate_edge_examples(count=2000, seed=5)
     samples = solve_samples(problems, render=render, seed=0)
+    clean = solve_samples(problems, render=render, seed=0, slip_shares={})
     slipped: dict[str, list[bool]] = {}
-    for problem, sample in zip(problems, samples, strict=True):
-        answer = int(sample.assistant.rsplit("<answer>", 1)[1].removesuffix("</answer>"))
-        assert answer - int(problem.example.answer) in (0, 1)
-        slipped.setdefault(problem.family, []).append(answer != int(problem.example.answer))
+    for problem, sample, right in zip(problems, samples, clean, strict=True):
+        answer = sample.assistant.rsplit("<answer>", 1)[1].removesuffix("</answer>")
+        assert answer in (problem.example.answer, "-" + problem.example.answer)
+        assert sample.assistant.split("<answer>")[0] == right.assistant.split("<answer>")[0]
+        slipped.setdefault(problem.family, []).append(answer != problem.example.answer)
     for family, flags in slipped.items():
         assert abs(sum(flags) / len(flags) - SLIP_SHARES[family]) < 0.06, family
 

@@ -3,12 +3,16 @@
 The tiny model learns the solve role from these conversations: the exact messages the CRSP
 trainer sends (``render``: system format, worked example, task), answered as
 ``<think>Step 1: 3 + 4 = 7.</think><answer>7</answer>``. A seeded share of answers, set per
-family by ``SLIP_SHARES``, carries a *slip*: one spurious extra step that adds one
-(``Step 2: 7 + 1 = 8.``) and the wrong answer it leads to. Where a family's slip share is above
-one half the model's greedy answer takes the slip while a sampled one is still often right:
-wrong at step 0, with right answers for reinforcement learning to find. Where it is below one
-half greedy answers are right when the arithmetic is. So the model starts at the edge of the
-demo's tasks and RL has one decision per family to fix (stop after the last real step).
+family by ``SLIP_SHARES``, carries a *slip*: the right working, then a stray minus sign before
+the answer (``<answer>-7</answer>``). The slip needs no arithmetic and is its own token, one
+decision right after ``<answer>`` that no right answer shares, so a ~1M-parameter model
+reproduces it exactly and RL can switch it off without touching the digits. (A spurious
+``+ 1`` step was written but not computed by some draws of the model; a stray trailing ``0``
+fused with the digits' tokens, so unlearning it also cost right answers ending in 0.) Where a
+family's slip share is above one half the model's greedy answer takes the slip while a sampled
+one is still often right: wrong at step 0, with right answers for reinforcement learning to
+find. Where it is below one half greedy answers are right when the arithmetic is. So the model
+starts at the edge of the demo's tasks and RL has one decision per family to fix (no sign).
 """
 
 from __future__ import annotations
@@ -44,15 +48,12 @@ def solve_reply(problem: EdgeProblem, *, slip: bool) -> str:
     >>> solve_reply(EdgeProblem(row, "add"), slip=False)
     '<think>Step 1: 3 + 4 = 7.</think><answer>7</answer>'
     >>> solve_reply(EdgeProblem(row, "add"), slip=True)
-    '<think>Step 1: 3 + 4 = 7. Step 2: 7 + 1 = 8.</think><answer>8</answer>'
+    '<think>Step 1: 3 + 4 = 7.</think><answer>-7</answer>'
     """
     steps = _STEP.findall(problem.example.solution)
-    answer = int(problem.example.answer)
-    if slip:
-        steps.append(f"{answer} + 1 = {answer + 1}.")
-        answer += 1
     thinking = " ".join(f"Step {number}: {step}" for number, step in enumerate(steps, start=1))
-    return f"<think>{thinking}</think><answer>{answer}</answer>"
+    sign = "-" if slip else ""
+    return f"<think>{thinking}</think><answer>{sign}{int(problem.example.answer)}</answer>"
 
 
 def solve_samples(problems: Sequence[EdgeProblem], *, render: Render, seed: int,
