@@ -103,6 +103,7 @@ SMALL_RUN = (
     "train.proposals_per_step=2", "train.tasks_per_type=1", "train.critiques_per_task=1",
     "train.max_new_tokens_propose=8", "train.max_new_tokens_solve=8",
     "train.max_new_tokens_critique=8", "train.learning_rate=1e-3", "tracking.enabled=n",
+    "train.temperature=1.0",  # ScriptedBackend's logprobs are at temperature 1: on-policy ratio 1
 )
 
 
