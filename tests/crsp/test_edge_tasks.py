@@ -59,3 +59,17 @@ def test_heldout_questions_are_never_trained_on(small_settings):
     assert len(held) == 300 and len(train) > 2000  # difficulty 1 repeats some questions
     assert not {t.question for t in train} & {t.question for t in held}
     assert {t.family for t in held} == set(EDGE_FAMILIES)
+
+
+def test_heldout_metrics_report_each_edge_family():
+    """The held-out evaluation names which family learned (``eval/solve_rate/family/...``)."""
+    from crsp_ops.crsp.heldout import heldout_metrics
+    from crsp_ops.crsp.tasks import SolutionCheck
+
+    tasks = [edge_task(p) for p in generate_edge_examples(count=40, seed=4)]
+    checks = [SolutionCheck(True, task.family == "add", "") for task in tasks]
+    metrics = heldout_metrics(tasks, checks)
+    assert {key for key in metrics if key.startswith("family/")} == {
+        f"family/{family}" for family in EDGE_FAMILIES}
+    assert metrics["family/add"] == 1.0 and metrics["family/multiply"] == 0.0
+    assert metrics["math"] == metrics["all"] == 0.25

@@ -18,7 +18,7 @@ from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.reward_functions import RewardState
 from crsp_ops.crsp.solve_rewards import RewardSet, reward_call
 from crsp_ops.crsp.tasks import SolutionCheck, solve_messages
-from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType
+from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType, task_family
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import SamplingParams
@@ -60,17 +60,26 @@ def heldout_code_tasks(executor: SandboxExecutor,
 
 
 def solve_rates(tasks: Sequence[Task], correct: Sequence[bool]) -> dict[str, float]:
-    """Fraction correct per task type (``{type: rate}``), for types present.
+    """Fraction correct per task type and per generator family, for those present.
 
-    >>> solve_rates([CodeTask(TaskType.CODE_O, "def f(): pass", ("",), ("None",))] * 2,
-    ...             [True, False])
-    {'code_o': 0.5}
+    Keys: the type (``math``), and ``family/<name>`` where a task has a generator family
+    (``task_family``: the edge-math ``add``, ``subtract``, ...).
+
+    >>> from crsp_ops.crsp.tasks.task_types import MathTask
+    >>> solve_rates([MathTask("1+1?", "", "2", family="add"), MathTask("3-1?", "", "2",
+    ...              family="subtract")] * 2, [True, False, True, True])
+    {'math': 0.75, 'family/add': 1.0, 'family/subtract': 0.5}
     """
     totals: dict[str, list[int]] = {}
     for task, ok in zip(tasks, correct, strict=True):
-        counts = totals.setdefault(task.task_type.value, [0, 0])
-        counts[0] += int(ok)
-        counts[1] += 1
+        family = task_family(task)
+        names = [task.task_type.value]
+        if family != task.task_type.value:
+            names.append(f"family/{family}")
+        for name in names:
+            counts = totals.setdefault(name, [0, 0])
+            counts[0] += int(ok)
+            counts[1] += 1
     return {name: hits / count for name, (hits, count) in totals.items()}
 
 
