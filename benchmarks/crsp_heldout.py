@@ -31,11 +31,11 @@ import psutil
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.heldout import heldout_code_tasks, score_heldout  # noqa: E402
-from crsp_ops.crsp.limo_tasks import load_limo_result, math_tasks, split_heldout  # noqa: E402
-from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
-from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer  # noqa: E402
+from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType  # noqa: E402
+from crsp_ops.crsp.tasks.limo import load_limo_result, math_tasks, split_heldout  # noqa: E402
+from crsp_ops.crsp.trainer.evaluation import heldout_code_tasks, score_heldout  # noqa: E402
+from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402

@@ -30,16 +30,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.episode import builtin_rewards, solve  # noqa: E402
-from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
-from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
-from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
+from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
+from crsp_ops.crsp.selfplay.episode import builtin_rewards, solve  # noqa: E402
+from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
+from crsp_ops.crsp.trainer.loop import (  # noqa: E402
     SelfPlaySettings,
     episode_options,
     make_alpha_schedule_from,
     make_executor,
 )
-from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 

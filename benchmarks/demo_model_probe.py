@@ -34,11 +34,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
-from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
-from crsp_ops.crsp.heldout import score_heldout  # noqa: E402
-from crsp_ops.crsp.reward_functions import RewardState  # noqa: E402
-from crsp_ops.crsp.selfplay_trainer import make_executor  # noqa: E402
-from crsp_ops.crsp.solve_rewards import builtin_solve_rewards  # noqa: E402
+from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
+from crsp_ops.crsp.rewards.solve import builtin_solve_rewards  # noqa: E402
+from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
+from crsp_ops.crsp.trainer.evaluation import score_heldout  # noqa: E402
+from crsp_ops.crsp.trainer.loop import make_executor  # noqa: E402
 from crsp_ops.evaluation.intervals import proportion_interval  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
 from crsp_ops.evolve.inputs import load_pool_and_heldout  # noqa: E402

@@ -56,27 +56,27 @@ from vllm_cpu import VENV_PYTHON, vllm_cpu_overrides  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.dataset_tasks import tasks_from_rows  # noqa: E402
-from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
-from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
-from crsp_ops.crsp.heldout import score_heldout  # noqa: E402
-from crsp_ops.crsp.learning_curve import (  # noqa: E402
+from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.rewards.formulas import format_rule_reward  # noqa: E402
+from crsp_ops.crsp.rewards.functions import RewardState, load_reward_function  # noqa: E402
+from crsp_ops.crsp.rewards.solve import RewardSet, builtin_solve_rewards  # noqa: E402
+from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers  # noqa: E402
+from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
+from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
+from crsp_ops.crsp.tasks.starter_tasks import starter_tasks  # noqa: E402
+from crsp_ops.crsp.tasks.task_types import MathTask, TaskType  # noqa: E402
+from crsp_ops.crsp.trainer.evaluation import score_heldout  # noqa: E402
+from crsp_ops.crsp.trainer.learning_curve import (  # noqa: E402
     curve_point,
     paired_gain,
     save_curve_figure,
 )
-from crsp_ops.crsp.reward_functions import RewardState, load_reward_function  # noqa: E402
-from crsp_ops.crsp.rewards import format_rule_reward  # noqa: E402
-from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
+from crsp_ops.crsp.trainer.loop import (  # noqa: E402
     SelfPlaySettings,
     SelfPlayTrainer,
     make_executor,
 )
-from crsp_ops.crsp.solve_rewards import RewardSet, builtin_solve_rewards  # noqa: E402
-from crsp_ops.crsp.task_buffer import TaskBuffers  # noqa: E402
-from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
-from crsp_ops.crsp.tasks.starter_tasks import starter_tasks  # noqa: E402
-from crsp_ops.crsp.tasks.task_types import MathTask, TaskType  # noqa: E402
+from crsp_ops.crsp.user_task import tasks_from_rows  # noqa: E402
 from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402

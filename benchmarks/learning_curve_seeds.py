@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats  # comes with scikit-learn
 
-from crsp_ops.crsp.learning_curve import CurvePoint, save_curve_figure
+from crsp_ops.crsp.trainer.learning_curve import CurvePoint, save_curve_figure
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 
 

@@ -175,9 +175,9 @@ def run_mode(args) -> dict:
     from accelerate import Accelerator
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from crsp_ops.crsp.algorithms import get_algorithm
-    from crsp_ops.crsp.peft_setup import parameter_counts, prepare_policy
-    from crsp_ops.crsp.policy_update import UpdateOptions, policy_update
+    from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy
+    from crsp_ops.crsp.rl.algorithms import get_algorithm
+    from crsp_ops.crsp.rl.update import UpdateOptions, policy_update
     from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
     torch.set_num_threads(args.threads)

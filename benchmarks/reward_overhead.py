@@ -11,7 +11,7 @@ times in one process:
 * ``builtin_set``: the same checks through the plug-in road the trainer now takes
   (``builtin_solve_rewards``: three TRL-signature functions, called, validated and combined
   by ``RewardSet.score`` from ``reward_call``'s keyword arguments);
-* ``user_spec``: a reward loaded from a SPEC (``crsp_ops.crsp.solve_rewards:answer_match`` on
+* ``user_spec``: a reward loaded from a SPEC (``crsp_ops.crsp.rewards.solve:answer_match`` on
   the same tasks as dataset rows with an ``answer`` column), as a user's file is.
 
 It also times one whole training step of the same size (``SelfPlayTrainer.train_step``) and
@@ -32,24 +32,24 @@ from dataclasses import replace
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.alpha_schedule import Alphas  # noqa: E402
-from crsp_ops.crsp.dataset_tasks import user_reward_set  # noqa: E402
-from crsp_ops.crsp.edge_tasks import edge_math_tasks  # noqa: E402
-from crsp_ops.crsp.generation import InProcessGeneration  # noqa: E402
-from crsp_ops.crsp.reward_functions import RewardState, load_reward_function  # noqa: E402
-from crsp_ops.crsp.rewards import format_rule_reward, length_reward, solve_reward  # noqa: E402
-from crsp_ops.crsp.selfplay_trainer import (  # noqa: E402
-    SelfPlaySettings,
-    SelfPlayTrainer,
-    make_executor,
-)
-from crsp_ops.crsp.solve_rewards import (  # noqa: E402
+from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas  # noqa: E402
+from crsp_ops.crsp.rewards.formulas import format_rule_reward, length_reward, solve_reward  # noqa: E402
+from crsp_ops.crsp.rewards.functions import RewardState, load_reward_function  # noqa: E402
+from crsp_ops.crsp.rewards.solve import (  # noqa: E402
     at_alphas,
     builtin_solve_rewards,
     reward_call,
 )
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
+from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.task_types import PromptTask  # noqa: E402
+from crsp_ops.crsp.trainer.loop import (  # noqa: E402
+    SelfPlaySettings,
+    SelfPlayTrainer,
+    make_executor,
+)
+from crsp_ops.crsp.user_task import user_reward_set  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
             length_penalty_threshold=settings.reward.length_penalty_threshold), alphas)
         rows = [PromptTask(solve_messages(task), {"answer": task.answer}) for task in tasks]
         user = user_reward_set([load_reward_function(
-            "crsp_ops.crsp.solve_rewards:answer_match", project_root())], settings.train,
+            "crsp_ops.crsp.rewards.solve:answer_match", project_root())], settings.train,
             ["prompt", "answer"])
         state = RewardState(1, 1)
         direct = direct_rewards(tasks, conversations, completions, executor, settings,

@@ -74,10 +74,10 @@ def run_mode(args, mode: str) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from crsp_ops.crsp.accelerator import make_accelerator
-    from crsp_ops.crsp.generation import ServerGeneration
-    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
-    from crsp_ops.crsp.task_buffer import TaskBuffers
+    from crsp_ops.crsp.policy.accelerator import make_accelerator
+    from crsp_ops.crsp.policy.generation import ServerGeneration
+    from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
+    from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
 
     settings = bench_settings(args, mode)
     torch.manual_seed(settings.crsp.seed)

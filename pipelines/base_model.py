@@ -129,8 +129,8 @@ def _solve_samples(settings) -> list:
     Drawn from their own seed at ``crsp.edge_difficulty``; the held-out questions of
     ``crsp.seed`` are left out, so the train stage's held-out solve rate is on unseen questions.
     """
-    from crsp_ops.crsp.edge_tasks import edge_math_tasks
     from crsp_ops.crsp.tasks import solve_messages
+    from crsp_ops.crsp.tasks.edge import edge_math_tasks
     from crsp_ops.crsp.tasks.task_types import MathTask
     from crsp_ops.data.edge_math import generate_edge_examples
     from crsp_ops.models.solve_corpus import exclude_questions, solve_samples

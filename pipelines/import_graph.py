@@ -28,6 +28,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipelines",),
 )
 
+# The layers inside the trainer package, lowest first (docs/architecture.md): the same rule.
+CRSP_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("crsp_ops.crsp.policy", "crsp_ops.crsp.executor"),
+    ("crsp_ops.crsp.rl", "crsp_ops.crsp.tasks"),
+    ("crsp_ops.crsp.rewards",),
+    ("crsp_ops.crsp.selfplay",),
+    ("crsp_ops.crsp.trainer",),
+    ("crsp_ops.crsp.user_task",),
+    ("crsp_ops.crsp.api",),
+)
+
 SOURCE_ROOTS = {"crsp_ops": Path("src"), "pipelines": Path(".")}
 
 
@@ -129,32 +140,41 @@ def reachable(start: str, modules: dict[str, Path], edges: list[Import]) -> set[
     return seen
 
 
-def layer_of(module: str) -> tuple[int, str] | None:
-    """``(layer index, unit)`` of a module: the unit is the package or module named in LAYERS."""
-    for index, units in enumerate(LAYERS):
+def layer_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS
+             ) -> tuple[int, str] | None:
+    """``(layer index, unit)`` of a module: the unit is the package or module named in layers."""
+    for index, units in enumerate(layers):
         for unit in units:
             if module == unit or module.startswith(unit + "."):
                 return index, unit
     return None
 
 
-def upward_imports(edges: list[Import]) -> list[Import]:
-    """Imports whose target sits in a higher layer than their source, or in no layer."""
+def upward_imports(edges: list[Import], layers: tuple[tuple[str, ...], ...] = LAYERS,
+                   within: str = "") -> list[Import]:
+    """Imports whose target sits in a higher layer than their source, or in no layer.
+
+    ``within`` (a package) restricts the check to imports between its own modules.
+    """
     bad = []
     for imp in edges:
-        if imp.target == "crsp_ops":  # the top package's __init__ is empty
+        if imp.target in ("crsp_ops", within):  # package __init__s hold no imports
             continue
-        source, target = layer_of(imp.source), layer_of(imp.target)
+        if within and not (imp.source.startswith(within + ".")
+                           and imp.target.startswith(within + ".")):
+            continue
+        source, target = layer_of(imp.source, layers), layer_of(imp.target, layers)
         if source is None or target is None or target[0] > source[0]:
             bad.append(imp)
     return bad
 
 
-def unit_cycles(edges: list[Import]) -> list[list[str]]:
+def unit_cycles(edges: list[Import], layers: tuple[tuple[str, ...], ...] = LAYERS
+                ) -> list[list[str]]:
     """Cycles between layer units (packages), as lists of unit names; empty when acyclic."""
     graph: dict[str, set[str]] = {}
     for imp in edges:
-        source, target = layer_of(imp.source), layer_of(imp.target)
+        source, target = layer_of(imp.source, layers), layer_of(imp.target, layers)
         if source and target and source[1] != target[1]:
             graph.setdefault(source[1], set()).add(target[1])
     return _strongly_connected(graph)

@@ -1,6 +1,7 @@
 """LIMO trajectory seeding (SFT before self-play); DVC stage and MLflow entry `seed`.
 
-Loss ``−E[log π(s|q) + α·log π(a|q,s)]`` on assistant tokens only (``crsp_ops.crsp.seeding``).
+Loss ``−E[log π(s|q) + α·log π(a|q,s)]`` on assistant tokens only
+(``crsp_ops.crsp.selfplay.seeding``).
 With ``seeding.enabled=n`` the base model is written unchanged, so ``--out`` always holds the
 model self-play starts from. With ``crsp.math_source=limo`` the last ``crsp.heldout_math`` LIMO
 rows (the held-out evaluation's) are never trained on.
@@ -34,9 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Seed (or copy) the model and record its MLflow run beside it."""
     from crsp_ops.config import load_settings
-    from crsp_ops.crsp.accelerator import make_accelerator
-    from crsp_ops.crsp.limo_tasks import load_limo_result, split_heldout
-    from crsp_ops.crsp.seeding import run_seeding
+    from crsp_ops.crsp.policy.accelerator import make_accelerator
+    from crsp_ops.crsp.selfplay.seeding import run_seeding
+    from crsp_ops.crsp.tasks.limo import load_limo_result, split_heldout
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run

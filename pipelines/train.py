@@ -68,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     """Train and write the outputs; see the module docstring."""
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
-    from crsp_ops.crsp.accelerator import make_accelerator
-    from crsp_ops.crsp.checkpointing import latest_checkpoint
-    from crsp_ops.crsp.dataset_tasks import load_dataset_tasks, log_inputs
-    from crsp_ops.crsp.learning_curve import paired_gain
-    from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.policy.accelerator import make_accelerator
+    from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint
+    from crsp_ops.crsp.trainer.learning_curve import paired_gain
+    from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
     from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.models.model_ref import require_model, resolve_model_dir
@@ -167,8 +167,8 @@ def limo_math_tasks(settings, limo_path: Path):
 
     Without rows (or without math tasks) both task lists are empty.
     """
-    from crsp_ops.crsp.edge_tasks import edge_math_tasks
-    from crsp_ops.crsp.limo_tasks import load_limo_result, math_tasks, split_heldout
+    from crsp_ops.crsp.tasks.edge import edge_math_tasks
+    from crsp_ops.crsp.tasks.limo import load_limo_result, math_tasks, split_heldout
 
     if "math" not in settings.crsp.problem_types:
         return [], [], 0

@@ -1,5 +1,6 @@
 """The structure holds: layers point down, no package cycle, dvc.yaml's code deps are true."""
 
+import ast
 import json
 import subprocess
 from pathlib import Path
@@ -8,7 +9,14 @@ import yaml
 
 from pipelines.commands import COMMANDS
 from pipelines.dvc_deps import planned_deps
-from pipelines.import_graph import LAYERS, build_graph, layer_of, unit_cycles, upward_imports
+from pipelines.import_graph import (
+    CRSP_LAYERS,
+    LAYERS,
+    build_graph,
+    layer_of,
+    unit_cycles,
+    upward_imports,
+)
 from tests.recipes.conftest import copy_project, recipe_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +63,7 @@ def test_dvc_yaml_code_deps_are_the_drivers_imports():
              for name, deps in plan.items() if deps != stages[name]["deps"]}
     assert stale == {}, "run `crsp-ops dvc-deps` to regenerate dvc.yaml's code deps"
     # only what runs: the data stage does not depend on the CRSP trainer or the evolve loop
-    assert "src/crsp_ops/crsp/selfplay_trainer.py" not in stages["limo"]["deps"]
+    assert "src/crsp_ops/crsp/trainer/loop.py" not in stages["limo"]["deps"]
     assert "src/crsp_ops/evolve/loop.py" not in stages["train"]["deps"]
     assert "pipelines/train.py" not in stages["seed"]["deps"]
 
@@ -126,7 +134,7 @@ def test_editing_a_module_flips_dvc_status_of_exactly_the_stages_that_run_it(tmp
 
     cases = [("src/crsp_ops/steering/embedder.py", "clusters", "limo"),
              ("src/crsp_ops/data/limo_synthetic.py", "limo", "clusters"),
-             ("src/crsp_ops/crsp/trrpg.py", "train", "evolve")]
+             ("src/crsp_ops/crsp/rl/trrpg.py", "train", "evolve")]
     for module, runs_it, does_not in cases:
         assert module in stages[runs_it]["deps"] and module not in stages[does_not]["deps"]
         path = root / module
@@ -137,3 +145,56 @@ def test_editing_a_module_flips_dvc_status_of_exactly_the_stages_that_run_it(tmp
         assert runs_it in expected and does_not not in changed
         path.write_text(path.read_text().replace("\n# edited\n", ""))
     assert _changed_deps(json.loads(_dvc(root, "status", "--json").stdout)) == {}
+
+
+def test_the_trainer_package_layers_point_down():
+    modules, edges = build_graph(REPO)
+    inner = [m for m in modules if m.startswith("crsp_ops.crsp.")]
+    assert [m for m in inner if layer_of(m, CRSP_LAYERS) is None] == []
+    climbing = [f"{i.source}:{i.line} -> {i.target}"
+                for i in upward_imports(edges, CRSP_LAYERS, within="crsp_ops.crsp")]
+    assert climbing == []
+    assert unit_cycles([i for i in edges if i.source in inner and i.target in inner],
+                       CRSP_LAYERS) == []
+
+
+def test_a_planted_upward_import_inside_the_trainer_is_caught(tmp_path):
+    root = _copy_project(tmp_path / "tree")
+    losses = root / "src/crsp_ops/crsp/rl/trrpg.py"
+    losses.write_text(losses.read_text() + "\n\ndef _planted():\n"
+                      "    from crsp_ops.crsp.trainer import loop\n")
+    _, edges = build_graph(root)
+    climbing = {(i.source, i.target) for i in upward_imports(edges, CRSP_LAYERS,
+                                                               within="crsp_ops.crsp")}
+    assert ("crsp_ops.crsp.rl.trrpg", "crsp_ops.crsp.trainer.loop") in climbing
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def _oversized(root: Path) -> list[str]:
+    found = []
+    for path in sorted((root / "src").rglob("*.py")):
+        text = path.read_text()
+        name = path.relative_to(root)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            found.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_module_or_function_is_oversized():
+    assert _oversized(REPO) == []
+
+
+def test_an_oversized_function_is_reported(tmp_path):
+    package = tmp_path / "src/pkg"
+    package.mkdir(parents=True)
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (package / "long.py").write_text(f"def long():\n{body}")
+    assert _oversized(tmp_path) == [f"src/pkg/long.py:1 long: {MAX_FUNCTION_LINES + 1} lines"]

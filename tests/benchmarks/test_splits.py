@@ -12,7 +12,7 @@ from benchmarks.splits import (
     LEARNING_CURVE,
     evolve_split,
 )
-from crsp_ops.crsp.edge_tasks import edge_math_tasks
+from crsp_ops.crsp.tasks.edge import edge_math_tasks
 from crsp_ops.data.financebench import split_pool_heldout
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
 

@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from crsp_ops.crsp.generation import PolicyGeneration  # noqa: E402
+from crsp_ops.crsp.policy.generation import PolicyGeneration  # noqa: E402
 from crsp_ops.inference.backend import GenerationBackend  # noqa: E402
 from crsp_ops.inference.completions import Completion  # noqa: E402
 from crsp_ops.inference.hf_chat import encode_chat  # noqa: E402

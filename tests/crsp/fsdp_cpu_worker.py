@@ -14,7 +14,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from crsp_ops.crsp.accelerator import make_accelerator
+from crsp_ops.crsp.policy.accelerator import make_accelerator
 
 
 def main() -> None:

@@ -22,10 +22,10 @@ import torch
 from accelerate import Accelerator
 from transformers import AutoModelForCausalLM
 
-from crsp_ops.crsp.algorithms import get_algorithm
-from crsp_ops.crsp.policy_update import UpdateOptions, policy_update
-from crsp_ops.crsp.rank_metrics import parameter_sum
-from crsp_ops.crsp.sharding import shard_policy
+from crsp_ops.crsp.policy.rank_metrics import parameter_sum
+from crsp_ops.crsp.policy.sharding import shard_policy
+from crsp_ops.crsp.rl.algorithms import get_algorithm
+from crsp_ops.crsp.rl.update import UpdateOptions, policy_update
 from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
 OPTIONS = UpdateOptions(

@@ -84,7 +84,7 @@ def _runs(root):
 def test_a_trl_reward_file_trains_unchanged_on_a_jsonl_dataset(project, tiny_model_dir):
     assert _train(tiny_model_dir, "--dataset", "data.jsonl",
                   "--reward", "rewards.py:has_digit",
-                  "--reward", "crsp_ops.crsp.solve_rewards:answer_match=0.5") == 0
+                  "--reward", "crsp_ops.crsp.rewards.solve:answer_match=0.5") == 0
     out = project / "models" / "mine"
     run_id = json.loads(run_record_path(out).read_text())["run_id"]
     client = _client(project)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from crsp_ops.crsp.advantages import (
+from crsp_ops.crsp.rl.advantages import (
     baseline_group,
     group_indices,
     place_on_last_token,

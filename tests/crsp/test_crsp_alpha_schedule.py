@@ -1,6 +1,6 @@
 import pytest
 
-from crsp_ops.crsp.alpha_schedule import (
+from crsp_ops.crsp.rewards.alpha_schedule import (
     Alphas,
     constant_alphas,
     linear_alphas,

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from crsp_ops.crsp.critique import (
+from crsp_ops.crsp.selfplay.critique import (
     NEUTRAL_GRADE,
     agreement,
     count_format_failures,
@@ -11,7 +11,7 @@ from crsp_ops.crsp.critique import (
     parse_grade,
     parse_verdict,
 )
-from crsp_ops.crsp.critique_prompts import (
+from crsp_ops.crsp.selfplay.critique_prompts import (
     CREATIVITY_GRADING_PROMPT,
     CRITIQUE_ROLE_PROMPT,
     creativity_grading_messages,

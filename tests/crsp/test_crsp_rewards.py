@@ -1,6 +1,6 @@
 import pytest
 
-from crsp_ops.crsp.rewards import (
+from crsp_ops.crsp.rewards.formulas import (
     CreativityEvaluation,
     CRSPReward,
     critique_reward,

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from crsp_ops.crsp.algorithms import compute_advantages, get_algorithm, policy_loss
-from crsp_ops.crsp.trrpg import role_betas, trrpg_loss, trrpg_token_objective
+from crsp_ops.crsp.rl.algorithms import compute_advantages, get_algorithm, policy_loss
+from crsp_ops.crsp.rl.trrpg import role_betas, trrpg_loss, trrpg_token_objective
 
 CLAMP = 20.0
 

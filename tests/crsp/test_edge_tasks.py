@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from crsp_ops.crsp.edge_tasks import edge_math_tasks, edge_task
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
 from crsp_ops.crsp.tasks import check_solutions
+from crsp_ops.crsp.tasks.edge import edge_math_tasks, edge_task
 from crsp_ops.data.edge_math import DIFFICULTIES, EDGE_FAMILIES, generate_edge_examples
 
 
@@ -63,8 +63,8 @@ def test_heldout_questions_are_never_trained_on(small_settings):
 
 def test_heldout_metrics_report_each_edge_family():
     """The held-out evaluation names which family learned (``eval/solve_rate/family/...``)."""
-    from crsp_ops.crsp.heldout import heldout_metrics
     from crsp_ops.crsp.tasks import SolutionCheck
+    from crsp_ops.crsp.trainer.evaluation import heldout_metrics
 
     tasks = [edge_task(p) for p in generate_edge_examples(count=40, seed=4)]
     checks = [SolutionCheck(True, task.family == "add", "") for task in tasks]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crsp_ops.crsp.step_metrics import flat_task_share
+from crsp_ops.crsp.selfplay.step_metrics import flat_task_share
 
 
 def test_all_right_and_all_wrong_tasks_are_flat_mixed_ones_are_not():

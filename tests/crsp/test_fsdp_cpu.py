@@ -12,7 +12,7 @@ import pytest
 from accelerate.utils import DistributedType
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.crsp.accelerator import require_replicated
+from crsp_ops.crsp.policy.accelerator import require_replicated
 from tests.team.team_testkit import free_port
 
 WORKER = Path(__file__).with_name("fsdp_cpu_worker.py")

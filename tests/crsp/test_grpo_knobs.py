@@ -11,15 +11,15 @@ import torch
 from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from crsp_ops.crsp.algorithms import get_algorithm
-from crsp_ops.crsp.dynamic_sampling import refill
-from crsp_ops.crsp.episode import RoleSample
-from crsp_ops.crsp.loss_aggregation import step_denominator, token_weights
-from crsp_ops.crsp.lr_schedule import lr_factor
-from crsp_ops.crsp.peft_setup import prepare_policy
-from crsp_ops.crsp.policy_update import UpdateOptions, mask_rows, policy_update, truncated_rows
-from crsp_ops.crsp.reference_kl import ReferencePolicy, kl_estimate
-from crsp_ops.crsp.trrpg import trrpg_loss, trrpg_token_objective
+from crsp_ops.crsp.policy.peft_setup import prepare_policy
+from crsp_ops.crsp.rl.algorithms import get_algorithm
+from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
+from crsp_ops.crsp.rl.lr_schedule import lr_factor
+from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
+from crsp_ops.crsp.rl.trrpg import trrpg_loss, trrpg_token_objective
+from crsp_ops.crsp.rl.update import UpdateOptions, mask_rows, policy_update, truncated_rows
+from crsp_ops.crsp.selfplay.dynamic_sampling import refill
+from crsp_ops.crsp.selfplay.episode import RoleSample
 from crsp_ops.inference.completions import Completion
 from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 

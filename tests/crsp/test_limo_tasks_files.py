@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from crsp_ops.crsp.limo_tasks import limo_file
+from crsp_ops.crsp.tasks.limo import limo_file
 
 
 def test_stage_directory_gives_its_rows_file_beside_stats(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crsp_ops.crsp.learning_curve import CurvePoint, paired_gain
+from crsp_ops.crsp.trainer.learning_curve import CurvePoint, paired_gain
 from pipelines.train import describe_curve
 
 

@@ -9,8 +9,8 @@ import torch
 from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from crsp_ops.crsp.algorithms import get_algorithm
-from crsp_ops.crsp.policy_update import (
+from crsp_ops.crsp.rl.algorithms import get_algorithm
+from crsp_ops.crsp.rl.update import (
     UpdateOptions,
     micro_batches,
     policy_update,

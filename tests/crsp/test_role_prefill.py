@@ -6,17 +6,17 @@ import random
 
 import pytest
 
-from crsp_ops.crsp.alpha_schedule import Alphas
-from crsp_ops.crsp.critique import parse_critique, parse_grade
-from crsp_ops.crsp.critique_prompts import (
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas
+from crsp_ops.crsp.rewards.functions import RewardState
+from crsp_ops.crsp.selfplay.critique import parse_critique, parse_grade
+from crsp_ops.crsp.selfplay.critique_prompts import (
     CRITIQUE_PREFILL,
     GRADING_PREFILL,
     creativity_grading_messages,
     critique_messages,
 )
-from crsp_ops.crsp.episode import EpisodeOptions, builtin_rewards, critique, propose, solve
-from crsp_ops.crsp.reward_functions import RewardState
-from crsp_ops.crsp.task_buffer import TaskBuffers
+from crsp_ops.crsp.selfplay.episode import EpisodeOptions, builtin_rewards, critique, propose, solve
+from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import (
     CODE_TASK_TYPES,
     CodeTask,

@@ -4,8 +4,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from crsp_ops.crsp.episode import RoleSample
-from crsp_ops.crsp.rollout_building import build_rollouts
+from crsp_ops.crsp.selfplay.episode import RoleSample
+from crsp_ops.crsp.selfplay.rollout_building import build_rollouts
 from crsp_ops.inference.context import InferenceContext
 from tests.crsp.conftest import ScriptedBackend
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from crsp_ops.crsp.accelerator import make_accelerator
-from crsp_ops.crsp.seeding import (
+from crsp_ops.crsp.policy.accelerator import make_accelerator
+from crsp_ops.crsp.selfplay.seeding import (
     ANSWER,
     PROMPT,
     SOLUTION,

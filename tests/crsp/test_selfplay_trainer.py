@@ -6,10 +6,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from crsp_ops.crsp.accelerator import make_accelerator
-from crsp_ops.crsp.checkpointing import latest_checkpoint, load_trainer_state
-from crsp_ops.crsp.selfplay_trainer import SelfPlaySettings, SelfPlayTrainer
+from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.tasks.task_types import TaskType
+from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint, load_trainer_state
+from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
 from tests.crsp.conftest import ScriptedGeneration
 
 

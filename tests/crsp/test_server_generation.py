@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.crsp.generation import (
+from crsp_ops.crsp.policy.generation import (
     ServerGeneration,
     policy_server_launch,
     write_weights,
@@ -160,7 +160,7 @@ def test_a_failed_vllm_update_falls_back_to_a_restart_and_says_why(small_setting
     policy, calls = fake_policy(small_settings, tmp_path, "vllm", faults)
     try:
         pid = policy.manager.pid
-        with caplog.at_level(logging.WARNING, logger="crsp_ops.crsp.generation"):
+        with caplog.at_level(logging.WARNING, logger="crsp_ops.crsp.policy.generation"):
             assert policy.sync(1, Saved("model")) is True
         assert policy.manager.pid != pid and len(starts(calls)) == 2
         assert policy.stats["fallbacks"] == 1 and policy.stats["restarts"] == 1

@@ -2,9 +2,9 @@
 
 import pytest
 
-from crsp_ops.crsp.alpha_schedule import Alphas
-from crsp_ops.crsp.reward_functions import RewardError, RewardFunction, RewardState
-from crsp_ops.crsp.solve_rewards import (
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas
+from crsp_ops.crsp.rewards.functions import RewardError, RewardFunction, RewardState
+from crsp_ops.crsp.rewards.solve import (
     RewardSet,
     at_alphas,
     builtin_solve_rewards,

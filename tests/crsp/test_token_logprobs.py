@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crsp_ops.crsp.token_logprobs import gathered_logprobs
+from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
 
 
 def _reference(logits, ids, temperature):

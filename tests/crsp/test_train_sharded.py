@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 from crsp_ops.config import sync_params
-from crsp_ops.crsp.checkpointing import load_trainer_state
+from crsp_ops.crsp.trainer.checkpoint import load_trainer_state
 from crsp_ops.paths import copy_config_tree
 from pipelines.cli import main
 from tests.team.team_testkit import free_port

@@ -6,8 +6,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.crsp.checkpointing import latest_checkpoint
-from crsp_ops.crsp.peft_setup import ADAPTER_DIR, MERGED_DIR
+from crsp_ops.crsp.policy.peft_setup import ADAPTER_DIR, MERGED_DIR
+from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint
 from tests.crsp.test_selfplay_trainer import _trainer
 
 LORA = ("train.lora_rank=4", "train.lora_alpha=8", "train.learning_rate=1e-2")
@@ -126,7 +126,7 @@ def test_each_rank_writes_its_own_served_directory(tiny_model_dir, small_setting
                                                    monkeypatch):
     from types import SimpleNamespace
 
-    from crsp_ops.crsp import selfplay_trainer
+    from crsp_ops.crsp.trainer import loop as selfplay_trainer
 
     trainer = _trainer(tiny_model_dir, small_settings("generation.backend=openai_server"),
                        tmp_path)

@@ -41,7 +41,7 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.generation import ServerGeneration, write_weights  # noqa: E402
+from crsp_ops.crsp.policy.generation import ServerGeneration, write_weights  # noqa: E402
 from crsp_ops.inference.canary import run_canary  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.inference.open_backend import open_backend  # noqa: E402

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from crsp_ops.crsp.critique import extract_think
 from crsp_ops.crsp.executor import ExecutionJob, ExecutionResult, SandboxExecutor
 from crsp_ops.crsp.tasks.task_types import CodeTask, MathTask, Task, TaskType
+from crsp_ops.crsp.tasks.think import extract_think
 from crsp_ops.evaluation.correctness import grade, numeric_gold
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)

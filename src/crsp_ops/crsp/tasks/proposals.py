@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crsp_ops.crsp.critique import extract_think
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.tasks.task_types import CodeTask, TaskType
+from crsp_ops.crsp.tasks.think import extract_think
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _BLOCK = re.compile(r"```(python|input|message)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)

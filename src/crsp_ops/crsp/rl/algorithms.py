@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from crsp_ops.crsp.advantages import task_relative_advantages
-from crsp_ops.crsp.trrpg import RatioClip, role_betas, trrpg_loss
+from crsp_ops.crsp.rl.advantages import task_relative_advantages
+from crsp_ops.crsp.rl.trrpg import RatioClip, role_betas, trrpg_loss
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crsp_ops.crsp.rewards import CreativityEvaluation
+from crsp_ops.crsp.rewards.formulas import CreativityEvaluation
+from crsp_ops.crsp.tasks.think import extract_think, strip_think
 
 NEUTRAL_GRADE = 0.5
 GRADE_DIMENSIONS = ("diversity", "depth", "creativity", "rigor")
 
-_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _GRADE_FALLBACK = re.compile(
     r"""["']?\bgrade\b["']?\s*[:=]\s*["']?(-?\d+(?:\.\d+)?(?:[eE]-?\d+)?)"""
@@ -33,28 +33,6 @@ _VERDICT_TAG = re.compile(r"<verdict>\s*(correct|incorrect|wrong|right)\s*</verd
                           re.IGNORECASE)
 _POSITIVE = {"correct", "right", "true", "yes"}
 _NEGATIVE = {"incorrect", "wrong", "false", "no"}
-
-
-def extract_think(text: str) -> str | None:
-    """Return the stripped content of the first ``<think>...</think>`` block, or ``None``.
-
-    >>> extract_think("<think> try 2+2 </think>4")
-    'try 2+2'
-    >>> extract_think("no tags") is None
-    True
-    """
-    match = _THINK.search(text)
-    return match.group(1).strip() if match else None
-
-
-def strip_think(text: str) -> str:
-    """Return ``text`` without its ``<think>`` blocks (an unclosed one runs to the end).
-
-    >>> strip_think("<think>grade: 0.1</think>grade: 0.9")
-    'grade: 0.9'
-    """
-    without_closed = _THINK.sub("", text)
-    return re.sub(r"<think>.*", "", without_closed, flags=re.DOTALL | re.IGNORECASE).strip()
 
 
 def parse_grade(text: str) -> CreativityEvaluation:

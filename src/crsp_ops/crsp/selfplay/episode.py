@@ -27,25 +27,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crsp_ops.crsp.alpha_schedule import Alphas
-from crsp_ops.crsp.critique import parse_critique, parse_grade
-from crsp_ops.crsp.critique_prompts import (
-    creativity_grading_messages,
-    critique_messages,
-    critique_response,
-    grading_response,
-)
 from crsp_ops.crsp.executor import ExecutionStatus, SandboxExecutor
-from crsp_ops.crsp.reward_functions import RewardState
-from crsp_ops.crsp.rewards import critique_reward, format_rule_reward, learnability_reward
-from crsp_ops.crsp.solve_rewards import (
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas
+from crsp_ops.crsp.rewards.formulas import critique_reward, format_rule_reward, learnability_reward
+from crsp_ops.crsp.rewards.functions import RewardState
+from crsp_ops.crsp.rewards.solve import (
     RewardSet,
     ScoredBatch,
     at_alphas,
     builtin_solve_rewards,
     reward_call,
 )
-from crsp_ops.crsp.task_buffer import TaskBuffers
+from crsp_ops.crsp.selfplay.critique import parse_critique, parse_grade
+from crsp_ops.crsp.selfplay.critique_prompts import (
+    creativity_grading_messages,
+    critique_messages,
+    critique_response,
+    grading_response,
+)
+from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import (
     propose_messages,
     propose_response,

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
-from crsp_ops.crsp.reward_functions import RewardState
-from crsp_ops.crsp.solve_rewards import RewardSet, reward_call
+from crsp_ops.crsp.rewards.functions import RewardState
+from crsp_ops.crsp.rewards.solve import RewardSet, reward_call
 from crsp_ops.crsp.tasks import SolutionCheck, solve_messages
 from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType, task_family
 from crsp_ops.evaluation.bootstrap import bootstrap_interval

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from crsp_ops.config.selfplay_config import TrainSettings
-from crsp_ops.crsp.reward_functions import RewardError, RewardFunction, check_columns
-from crsp_ops.crsp.reward_functions import load_reward_function as load_reward
-from crsp_ops.crsp.solve_rewards import RewardSet
+from crsp_ops.crsp.rewards.functions import RewardError, RewardFunction, check_columns
+from crsp_ops.crsp.rewards.functions import load_reward_function as load_reward
+from crsp_ops.crsp.rewards.solve import RewardSet
 from crsp_ops.crsp.tasks.task_types import PromptTask
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows, split_rows
 from crsp_ops.tracking import Tracker
@@ -92,7 +92,7 @@ def load_dataset_tasks(train: TrainSettings, root: Path, seed: int) -> DatasetTa
     """
     if not train.rewards:
         raise RewardError(f"train.dataset={train.dataset} needs reward functions: pass --reward "
-                          "path/to/file.py:function (or crsp_ops.crsp.solve_rewards:answer_match "
+                          "path/to/file.py:function (or crsp_ops.crsp.rewards.solve:answer_match "
                           "to grade an 'answer' column)")
     train_rows = load_prompt_rows(_path(root, train.dataset))
     eval_rows = load_prompt_rows(_path(root, train.eval_dataset)) if train.eval_dataset else None

@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from crsp_ops.crsp.alpha_schedule import Alphas
 from crsp_ops.crsp.executor import SandboxExecutor
-from crsp_ops.crsp.reward_functions import (
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas
+from crsp_ops.crsp.rewards.formulas import format_rule_reward, length_reward
+from crsp_ops.crsp.rewards.functions import (
     RewardCall,
     RewardError,
     RewardFunction,
@@ -32,7 +33,6 @@ from crsp_ops.crsp.reward_functions import (
     call_reward,
     weighted_total,
 )
-from crsp_ops.crsp.rewards import format_rule_reward, length_reward
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response
 from crsp_ops.crsp.tasks.answers import math_answer_correct, solver_answer, usable_answer
 from crsp_ops.crsp.tasks.task_types import MathTask, PromptTask, Task

@@ -48,12 +48,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from crsp_ops.crsp.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
-from crsp_ops.crsp.loss_aggregation import step_denominator, token_weights
-from crsp_ops.crsp.reference_kl import ReferencePolicy, kl_estimate
-from crsp_ops.crsp.sharding import as_float, most_over_ranks
-from crsp_ops.crsp.token_logprobs import gathered_logprobs
-from crsp_ops.crsp.trrpg import RatioClip
+from crsp_ops.crsp.policy.sharding import as_float, most_over_ranks
+from crsp_ops.crsp.rl.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
+from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
+from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
+from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
+from crsp_ops.crsp.rl.trrpg import RatioClip
 from crsp_ops.inference.rollouts import TrainingBatch
 
 

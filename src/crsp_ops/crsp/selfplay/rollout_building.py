@@ -13,9 +13,9 @@ import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from crsp_ops.crsp.advantages import baseline_group
-from crsp_ops.crsp.episode import RoleSample
-from crsp_ops.crsp.rewards import last_token_rewards
+from crsp_ops.crsp.rewards.formulas import last_token_rewards
+from crsp_ops.crsp.rl.advantages import baseline_group
+from crsp_ops.crsp.selfplay.episode import RoleSample
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import Rollout
 

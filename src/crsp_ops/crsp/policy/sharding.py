@@ -38,7 +38,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.crsp.peft_setup import hf_state_dict, is_lora
+from crsp_ops.crsp.policy.peft_setup import hf_state_dict, is_lora
 
 SHARDING_ENV = "ACCELERATE_USE_FSDP"  # set by `accelerate launch` with an FSDP config
 OPTIMIZER_FORMAT = "fqn-full"  # a sharded run's optimizer state: full tensors by parameter name

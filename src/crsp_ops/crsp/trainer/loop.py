@@ -37,24 +37,10 @@ from crsp_ops.atomic_io import atomic_write_json
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
-from crsp_ops.crsp.accelerator import make_accelerator, require_replicated
-from crsp_ops.crsp.algorithms import get_algorithm
-from crsp_ops.crsp.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
-from crsp_ops.crsp.checkpointing import (
-    latest_checkpoint,
-    load_trainer_state,
-    restore_rng,
-    rng_state,
-    save_checkpoint,
-)
-from crsp_ops.crsp.dynamic_sampling import refill
-from crsp_ops.crsp.episode import Episode, EpisodeOptions, run_episode, solve
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
-from crsp_ops.crsp.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
-from crsp_ops.crsp.heldout import heldout_code_tasks, score_heldout
-from crsp_ops.crsp.learning_curve import CurvePoint, curve_point, save_curve_figure
-from crsp_ops.crsp.lr_schedule import lr_factor, set_learning_rate
-from crsp_ops.crsp.peft_setup import (
+from crsp_ops.crsp.policy.accelerator import make_accelerator, require_replicated
+from crsp_ops.crsp.policy.generation import InProcessGeneration, PolicyGeneration, ServerGeneration
+from crsp_ops.crsp.policy.peft_setup import (
     exported,
     load_adapter,
     parameter_counts,
@@ -62,18 +48,8 @@ from crsp_ops.crsp.peft_setup import (
     save_adapter,
     save_hf_model,
 )
-from crsp_ops.crsp.policy_update import (
-    UpdateOptions,
-    mask_rows,
-    policy_temperature,
-    policy_update,
-    truncated_rows,
-)
-from crsp_ops.crsp.rank_metrics import global_metrics
-from crsp_ops.crsp.reference_kl import ReferencePolicy
-from crsp_ops.crsp.reward_functions import RewardError, RewardState
-from crsp_ops.crsp.rollout_building import build_rollouts
-from crsp_ops.crsp.sharding import (
+from crsp_ops.crsp.policy.rank_metrics import global_metrics
+from crsp_ops.crsp.policy.sharding import (
     OPTIMIZER_FORMAT,
     GenerationReplica,
     full_optimizer_state,
@@ -85,14 +61,29 @@ from crsp_ops.crsp.sharding import (
     shard_policy,
     sharding_requested,
 )
-from crsp_ops.crsp.solve_rewards import RewardSet, at_alphas, builtin_solve_rewards
-from crsp_ops.crsp.step_metrics import (
+from crsp_ops.crsp.rewards.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
+from crsp_ops.crsp.rewards.functions import RewardError, RewardState
+from crsp_ops.crsp.rewards.solve import RewardSet, at_alphas, builtin_solve_rewards
+from crsp_ops.crsp.rl.algorithms import get_algorithm
+from crsp_ops.crsp.rl.lr_schedule import lr_factor, set_learning_rate
+from crsp_ops.crsp.rl.reference_kl import ReferencePolicy
+from crsp_ops.crsp.rl.update import (
+    UpdateOptions,
+    mask_rows,
+    policy_temperature,
+    policy_update,
+    truncated_rows,
+)
+from crsp_ops.crsp.selfplay.dynamic_sampling import refill
+from crsp_ops.crsp.selfplay.episode import Episode, EpisodeOptions, run_episode, solve
+from crsp_ops.crsp.selfplay.rollout_building import build_rollouts
+from crsp_ops.crsp.selfplay.step_metrics import (
     episode_metrics,
     family_solve_counts,
     flat_families,
     sample_table,
 )
-from crsp_ops.crsp.task_buffer import TaskBuffers
+from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import starter_tasks
 from crsp_ops.crsp.tasks.task_types import (
     CODE_TASK_TYPES,
@@ -101,6 +92,15 @@ from crsp_ops.crsp.tasks.task_types import (
     Task,
     TaskType,
 )
+from crsp_ops.crsp.trainer.checkpoint import (
+    latest_checkpoint,
+    load_trainer_state,
+    restore_rng,
+    rng_state,
+    save_checkpoint,
+)
+from crsp_ops.crsp.trainer.evaluation import heldout_code_tasks, score_heldout
+from crsp_ops.crsp.trainer.learning_curve import CurvePoint, curve_point, save_curve_figure
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.tracking import NullTracker, Tracker

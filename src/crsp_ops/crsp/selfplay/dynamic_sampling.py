@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from crsp_ops.crsp.episode import RoleSample
+from crsp_ops.crsp.selfplay.episode import RoleSample
 
 SolveMore = Callable[[list[str], int], list[RoleSample]]  # (task types, round) -> solve samples
 

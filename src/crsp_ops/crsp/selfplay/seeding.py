@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
+from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
 from crsp_ops.crsp.tasks import solve_messages
 from crsp_ops.crsp.tasks.task_types import MathTask
-from crsp_ops.crsp.token_logprobs import gathered_logprobs
 from crsp_ops.data.examples import LimoExample
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.inference.hf_chat import assistant_prefill

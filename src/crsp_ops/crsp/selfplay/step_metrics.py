@@ -7,8 +7,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from crsp_ops.config.selfplay_config import ROLES
-from crsp_ops.crsp.episode import Episode, RoleSample
-from crsp_ops.crsp.solve_rewards import reward_means
+from crsp_ops.crsp.rewards.solve import reward_means
+from crsp_ops.crsp.selfplay.episode import Episode, RoleSample
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crsp_ops.crsp.critique import extract_think, strip_think
 from crsp_ops.crsp.tasks.answers import solver_answer
+from crsp_ops.crsp.tasks.think import extract_think, strip_think
 from crsp_ops.inference.backend import Message
 from crsp_ops.inference.hf_chat import assistant_prefill
 

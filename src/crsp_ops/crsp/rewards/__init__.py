@@ -1,0 +1,1 @@
+"""Rewards: the built-in formulas, the alpha schedule, user reward functions and ``RewardSet``."""

@@ -1,0 +1,1 @@
+"""One self-play episode: propose, solve, critique; task buffers; rollouts; LIMO seeding."""

@@ -1,0 +1,1 @@
+"""The training loop: options from settings, the step, evaluation, checkpoints and export."""
