@@ -62,9 +62,7 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
     from crsp_ops.data.financebench import load_financebench
     from crsp_ops.data.limo import load_limo
     from crsp_ops.inference.transformers_backend import resolve_device
-    from crsp_ops.models.chat_corpus import ChatCorpusSpec
     from crsp_ops.models.tiny_base_model import build_tiny_base_model
-    from crsp_ops.models.tiny_llama import TinyLlamaSpec, TrainSpec
 
     model = settings.model
     device = resolve_device(model.device)  # a clear error when cuda is asked for but missing
@@ -81,30 +79,10 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
         args.out,
         limo_examples=limo.rows,
         financebench_examples=pool.rows,
-        corpus_spec=ChatCorpusSpec(
-            padded_fraction=model.tiny_padded_fraction,
-            max_padding_phrases=model.tiny_max_padding_phrases,
-            prompt_template=settings.financebench.user_template,
-            seed=model.tiny_seed,
-            quote_evidence=model.tiny_quote_evidence,
-        ),
+        corpus_spec=_corpus_spec(settings),
         vocab_size=model.tiny_vocab_size,
-        model_spec=TinyLlamaSpec(
-            hidden_size=model.tiny_hidden_size,
-            intermediate_size=model.tiny_intermediate_size,
-            num_layers=model.tiny_layers,
-            num_heads=model.tiny_heads,
-            num_kv_heads=model.tiny_kv_heads,
-            max_seq_len=model.tiny_max_seq_len,
-        ),
-        train_spec=TrainSpec(
-            steps=model.tiny_train_steps,
-            batch_size=model.tiny_batch_size,
-            learning_rate=model.tiny_learning_rate,
-            warmup_steps=model.tiny_warmup_steps,
-            weight_decay=model.tiny_weight_decay,
-            seed=model.tiny_seed,
-        ),
+        model_spec=_model_spec(model),
+        train_spec=_train_spec(model),
         on_step=lambda step, metrics: tracker.log_metrics(metrics, step=step),
         show_progress=True,
         extra_samples=_solve_samples(settings),
@@ -121,6 +99,48 @@ def _train_tiny(args: argparse.Namespace, settings, tracker) -> dict:
     tracker.log_metrics({"parameters": report.num_parameters, "final_loss": summary["final_loss"]},
                         step=model.tiny_train_steps)
     return summary
+
+
+def _corpus_spec(settings):
+    """The tiny model's chat corpus mix, from ``model.tiny_*`` and the FinanceBench template."""
+    from crsp_ops.models.chat_corpus import ChatCorpusSpec
+
+    model = settings.model
+    return ChatCorpusSpec(
+        padded_fraction=model.tiny_padded_fraction,
+        max_padding_phrases=model.tiny_max_padding_phrases,
+        prompt_template=settings.financebench.user_template,
+        seed=model.tiny_seed,
+        quote_evidence=model.tiny_quote_evidence,
+    )
+
+
+def _model_spec(model):
+    """The tiny Llama's dimensions, from ``model.tiny_*``."""
+    from crsp_ops.models.tiny_llama import TinyLlamaSpec
+
+    return TinyLlamaSpec(
+        hidden_size=model.tiny_hidden_size,
+        intermediate_size=model.tiny_intermediate_size,
+        num_layers=model.tiny_layers,
+        num_heads=model.tiny_heads,
+        num_kv_heads=model.tiny_kv_heads,
+        max_seq_len=model.tiny_max_seq_len,
+    )
+
+
+def _train_spec(model):
+    """The tiny model's optimisation settings, from ``model.tiny_*``."""
+    from crsp_ops.models.tiny_llama import TrainSpec
+
+    return TrainSpec(
+        steps=model.tiny_train_steps,
+        batch_size=model.tiny_batch_size,
+        learning_rate=model.tiny_learning_rate,
+        warmup_steps=model.tiny_warmup_steps,
+        weight_decay=model.tiny_weight_decay,
+        seed=model.tiny_seed,
+    )
 
 
 def _solve_samples(settings) -> list:

@@ -68,16 +68,12 @@ def run(args: argparse.Namespace) -> int:
     """Plan, validate, and (unless ``--dry-run``) apply the migration; return the exit code."""
     from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.migrate import (
-        DEFAULT_RULES,
-        MigrationOptions,
         apply_plan,
         build_report,
         format_summary,
-        parse_rule,
         plan_migration,
         render_diff,
         validate_plan,
-        with_additions,
     )
 
     root = Path(args.path).expanduser()
@@ -88,14 +84,7 @@ def run(args: argparse.Namespace) -> int:
     root = root.resolve()
     report_path = Path(args.report).expanduser().resolve() if args.report else None
     try:
-        options = MigrationOptions(
-            keep=tuple(args.keep),
-            max_file_bytes=int(args.max_file_mb * 2**20),
-            use_git=not args.no_git,
-            exclude=_inside(report_path, root),
-            rules=with_additions(DEFAULT_RULES, [parse_rule(spec) for spec in args.rule]),
-            rename_labels=args.rename_labels,
-        )
+        options = _options(args, root, report_path)
     except ValueError as error:
         return _usage_error(str(error))
 
@@ -125,6 +114,20 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(report_path, report)
         print(f"report written to {report_path}")
     return 0 if report["ok"] else 1
+
+
+def _options(args: argparse.Namespace, root: Path, report_path: Path | None):
+    """The ``MigrationOptions`` the command line asks for (``ValueError`` on a bad option)."""
+    from crsp_ops.migrate import DEFAULT_RULES, MigrationOptions, parse_rule, with_additions
+
+    return MigrationOptions(
+        keep=tuple(args.keep),
+        max_file_bytes=int(args.max_file_mb * 2**20),
+        use_git=not args.no_git,
+        exclude=_inside(report_path, root),
+        rules=with_additions(DEFAULT_RULES, [parse_rule(spec) for spec in args.rule]),
+        rename_labels=args.rename_labels,
+    )
 
 
 def _inside(path: Path | None, root: Path) -> tuple[str, ...]:

@@ -5,12 +5,6 @@ import shutil
 
 import pytest
 
-from crsp_ops.models.answer_check import (
-    Reply,
-    answer_stats,
-    extract_stated_answer,
-    greedy_replies,
-)
 from crsp_ops.models.hf_model_dir import ModelDirError, validate_hf_model_dir
 
 
@@ -66,33 +60,3 @@ def test_missing_chat_template(model_copy):
     config_file.write_text(json.dumps(config))
     with pytest.raises(ModelDirError, match="no chat template"):
         validate_hf_model_dir(model_copy)
-
-
-def test_extract_and_score_answers():
-    assert extract_stated_answer("Sure. The answer is -$26.00 million. Bye.") == "-$26.00 million"
-    assert extract_stated_answer("As far as I can tell, the answer is 4.4%.") == "4.4%"
-    assert extract_stated_answer("The answer is unclear.") is None
-    replies = [
-        Reply("The answer is 4.4%.", 8, True),
-        Reply("The answer is 5.0%.", 8, True),
-        Reply("The answer is 4.4%. I hope this", 48, False),  # cut off: not well-formed
-        Reply("Thanks for asking.", 4, True),
-    ]
-    stats = answer_stats(replies, ["4.4%", "4.4%", "4.4%", "4.4%"])
-    assert stats.well_formed == 0.5
-    assert stats.correct == 0.5  # the cut-off reply still states the right number
-    assert stats.mean_tokens == 17.0
-    with pytest.raises(ValueError):
-        answer_stats(replies, ["4.4%"])
-
-
-def test_greedy_replies_from_saved_dir_end_with_end_of_turn(tiny_model_dir, tiny_prompt_template):
-    from crsp_ops.data.financebench import load_financebench, render_question_prompt
-
-    examples = load_financebench("synthetic", synthetic_count=4, seed=11).rows
-    messages = [render_question_prompt(e, template=tiny_prompt_template) for e in examples]
-    replies = greedy_replies(tiny_model_dir, messages, max_new_tokens=48)
-    assert len(replies) == 4
-    assert sum(r.ended_with_end_of_turn for r in replies) >= 3
-    stats = answer_stats(replies, [e.answer for e in examples])
-    assert stats.well_formed >= 0.5

@@ -1,7 +1,7 @@
 r"""Seeded arithmetic word problems at a small model's edge, in the LIMO row schema.
 
 The LIMO-style families in ``limo_synthetic`` (series sums, linear equations, three-step ages)
-are out of reach of a 135M model: its solve rate on them is ~2%, so nearly every sampled group
+are out of reach of a 135M model: it almost never solves them, so nearly every sampled group
 is all-wrong and its advantage is zero. RL needs groups that mix right and wrong answers. These
 families are one or two operations on small numbers, with ``difficulty`` (1–3) setting the size
 of the numbers (1: one digit, 2: two digits, 3: three digits; two-step problems add an

@@ -30,7 +30,7 @@ from crsp_ops.evaluation.minibatch_grading import ScoreWeights
 from crsp_ops.evaluation.scoring import composite_score, shortness_score
 
 NONINFERIORITY_MARGIN = 0.02  # correctness may be at most this much lower (paired lower bound)
-TOKEN_CUT_GOAL = 0.20  # issue 26: mean answer tokens at least 20% below the initial deltas'
+TOKEN_CUT_GOAL = 0.20  # the goal: mean answer tokens at least 20% below the initial deltas'
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def correctness_non_inferior(correctness_low: float,
 
 def goal_met(gains: PairedGains, *, token_cut: float = TOKEN_CUT_GOAL,
              margin: float = NONINFERIORITY_MARGIN) -> bool:
-    """Issue 26's per-seed floor: fewer tokens, non-inferior correctness, composite gain > 0.
+    """The goal's per-seed floor: fewer tokens, non-inferior correctness, composite gain > 0.
 
     Mean tokens at least ``token_cut`` below the initial's, correctness non-inferior, and the
     composite gain's interval above 0.

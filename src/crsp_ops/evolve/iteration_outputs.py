@@ -1,19 +1,17 @@
 """What an iteration leaves behind (files, metrics, artifacts, the plot), written off the loop.
 
-Profiling an iteration of the embedded default (tiny model, 8 questions) showed generation
-at ~0.06 s on an idle 2-core CPU and ~0.33 s of everything else: rewriting
-``evolution_lengths.png`` (~0.2 s: a fresh figure, ``tight_layout``, PNG encoding; the first
-one also imports matplotlib), five fsync'ed JSON writes (~7 ms each) and MLflow calls (artifact
-copies, a sqlite ``log_batch`` whenever the metric buffer ages out). None of it feeds the next
-iteration, so the loop hands one job per iteration to a background worker and goes on
-generating. Jobs run in order, and each writes ``state.json`` last, so the commit point still
-follows everything it commits; ``close`` drains the queue (also on Ctrl+C) before the caller
-reads the files or ends the run.
+With a tiny model, generation is a small part of an iteration; most of it goes to rewriting
+``evolution_lengths.png`` (a figure redraw and PNG encoding; the first one also imports
+matplotlib), fsync'ed JSON writes and MLflow calls (artifact copies, a sqlite ``log_batch``
+whenever the metric buffer ages out). None of it feeds the next iteration, so the loop hands
+one job per iteration to a background worker and goes on generating. Jobs run in order, and
+each writes ``state.json`` last, so the commit point still follows everything it commits;
+``close`` drains the queue (also on Ctrl+C) before the caller reads the files or ends the run.
 
 The plot is redrawn when an iteration found new best deltas, paced so that drawing takes at
 most ``PLOT_CPU_SHARE`` of the wall time (it shares the CPU with generation), and otherwise once
-it is ``MAX_PLOT_STALENESS_S`` old; ``close`` always draws the final history. (A redraw costs
-~0.2 s of CPU: every iteration was the most expensive part of the fixed cost.)
+it is ``MAX_PLOT_STALENESS_S`` old; ``close`` always draws the final history. (A redraw is
+CPU-bound: drawing every iteration would be the largest part of an iteration's fixed cost.)
 
 Threading contract: while an ``IterationOutputs`` is open, the tracker and the output files are
 used only from its worker, so neither needs locking.

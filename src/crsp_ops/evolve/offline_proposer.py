@@ -12,14 +12,13 @@ carry the extra length (padding, reflection words such as "wait": NoWait, arXiv 
 each in proportion to its part of it.
 
 With ``eos_up_only`` (``evolve.offline_eos_up_only``) the EOS cluster always goes up. Under
-``evolve.acceptance=shorter`` EOS down (longer answers) can never be adopted, and on 8
-questions "the long half is more correct" is mostly luck: on seed 2 (SmolLM2, 400 held-out) the
-first direction pushed EOS to −1, the answers grew from 43 to 56 tokens, and the search spent
-its budget backing out of it. ``max_step`` (``evolve.offline_max_step``) caps the doubling
-step: uncapped, seed 2's last adoption was a step-4 move judged on a minibatch with no correct
-answer on either side, and held-out correctness fell by 0.02. Both are the config's defaults
-(EOS up only, cap 2: the goal held on 3 of 3 seeds, docs/evolve_measurement.md); the class's
-own defaults keep the uncapped, two-way behaviour for callers that set neither.
+``evolve.acceptance=shorter`` EOS down (longer answers) can never be adopted, and on a small
+minibatch "the long half is more correct" is mostly luck: an EOS-down first direction makes
+the answers longer and the search spends its budget backing out of it. ``max_step``
+(``evolve.offline_max_step``) caps the doubling step, so a run of adoptions cannot grow it into
+a large move judged on a handful of questions (possibly with no correct answer on either
+side). Both are the config's defaults (docs/evolve_measurement.md); the class's own defaults
+keep the uncapped, two-way behaviour for callers that set neither.
 
 Trust region, and why: a usage contrast is only a first-order hint, so the proposer keeps an
 *anchor* (the loop's best deltas and the direction measured with them). Whether a proposal

@@ -1,8 +1,8 @@
 """``evolution_lengths.png``: composite, correctness and mean length vs iteration.
 
-The loop rewrites the plot after every iteration, so ``EvolutionPlot`` builds the figure once
+The loop redraws the plot as the history grows, so ``EvolutionPlot`` builds the figure once
 (Agg canvas, fixed margins) and only swaps the line data afterwards: a fresh figure with
-``tight_layout`` cost ~0.2 s per iteration, most of it text layout that never changes.
+``tight_layout`` each time would spend most of its cost on text layout that never changes.
 """
 
 from __future__ import annotations
@@ -69,10 +69,3 @@ class EvolutionPlot:
         with atomic_path(path, suffix=".png") as tmp:
             self.figure.savefig(tmp, dpi=DPI, format="png", pil_kwargs={"compress_level": 1})
         return Path(path)
-
-
-def save_evolution_plot(history: Sequence[IterationRecord], path: str | Path) -> Path:
-    """Write the plot of ``history`` once (a new figure; the loop reuses one instead)."""
-    plot = EvolutionPlot()
-    plot.update(history)
-    return plot.save(path)

@@ -129,11 +129,6 @@ class MigrationPlan:
     labels: tuple[LabelForReview, ...] = ()  # not rewritten unless options.rename_labels
     rules: tuple[str, ...] = ()  # names of the rules applied, most specific first
 
-    @property
-    def changes_anything(self) -> bool:
-        """Whether applying the plan would modify the tree."""
-        return bool(self.edits or self.renames)
-
     def replacements_per_rule(self) -> dict[str, int]:
         """Replacements per rule name over file contents and path names."""
         total: Counter[str] = Counter(self.path_counts)
@@ -157,42 +152,7 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
     if not root.is_dir():
         raise NotADirectoryError(f"{root} is not a directory")
     listing = scan.list_tree(root, options.use_git, frozenset(options.exclude))
-    directory_names = {path.rsplit("/", 1)[-1] for path, is_dir in
-                       renames_mod.entries(listing.files) if is_dir}
-    keep = options.keep_patterns
-    texts: dict[str, str] = {}
-    edits, skipped, remaining = [], [], []
-    protected: list[ProtectedReference] = []
-    labels: list[LabelForReview] = []
-    for path in listing.files:
-        if (root / path).is_symlink():
-            retarget, leftovers = _plan_symlink(root, path, options)
-            edits += retarget
-            remaining += leftovers
-            continue
-        content = scan.read_content(root, path, options.max_file_bytes)
-        if content.text is None:
-            reason = content.skip_reason or ""
-            skipped.append(SkippedFile(path, reason, content.possible_occurrences))
-            remaining += _unreadable_occurrences(content)
-            continue
-        texts[path] = content.text
-        has_hits = DETECTION.search(content.text) is not None
-        protections = find_protections(content.text, keep, directory_names) if has_hits else []
-        found = [] if options.rename_labels else find_labels(content.text, protections)
-        guards = protections + [label.protection() for label in found]
-        result = rewrite_text(content.text, options.rules, guards)
-        locate = line_locator(content.text) if result.leftovers else None
-        for leftover in result.leftovers:
-            line, column = locate(leftover.start)
-            remaining.append(Occurrence(path, line, column, leftover.text, leftover.reason))
-        protected += _protected_references(path, content.text, result.leftovers, locate)
-        labels += [
-            LabelForReview(path, *locate(label.start), label.text, _excerpt(label.reference))
-            for label in found
-        ]
-        if result.text != content.text:
-            edits.append((path, content.text, result.text, result.counts))
+    contents = _plan_contents(root, listing.files, options)
     renames, path_counts, name_leftovers, name_protected = _plan_name_changes(
         listing.files, options
     )
@@ -202,24 +162,87 @@ def plan_migration(root: Path, options: MigrationOptions = MigrationOptions()) -
         git_root=listing.git_root,
         files=listing.files,
         tracked=listing.tracked,
-        texts=texts,
+        texts=contents.texts,
         edits=tuple(
             FileEdit(p, new_paths[p], old, new, c, is_symlink=(root / p).is_symlink())
-            for p, old, new, c in edits
+            for p, old, new, c in contents.edits
         ),
         renames=renames,
         new_paths=new_paths,
-        skipped=tuple(skipped),
-        remaining=tuple(sorted(name_leftovers + remaining, key=_occurrence_order)),
+        skipped=tuple(contents.skipped),
+        remaining=tuple(sorted(name_leftovers + contents.remaining, key=_occurrence_order)),
         conflicts=tuple(renames_mod.find_conflicts(listing.files, renames)),
         excluded=listing.excluded,
         path_counts=path_counts,
         protected=tuple(sorted(
-            _excluded_caches(listing.excluded) + name_protected + protected, key=_occurrence_order
+            _excluded_caches(listing.excluded) + name_protected + contents.protected,
+            key=_occurrence_order,
         )),
-        labels=tuple(labels),
+        labels=tuple(contents.labels),
         rules=tuple(rule.name for rule in options.rules),
     )
+
+
+@dataclass
+class _ContentPlan:
+    """What scanning file contents found, accumulated file by file in listing order."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    edits: list[tuple[str, str, str, Mapping[str, int]]] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    remaining: list[Occurrence] = field(default_factory=list)
+    protected: list[ProtectedReference] = field(default_factory=list)
+    labels: list[LabelForReview] = field(default_factory=list)
+
+
+def _plan_contents(root: Path, files: Sequence[str], options: MigrationOptions) -> _ContentPlan:
+    """Plan the content edits of every file: link retargets, skipped files and text rewrites."""
+    directory_names = {path.rsplit("/", 1)[-1] for path, is_dir in
+                       renames_mod.entries(files) if is_dir}
+    keep = options.keep_patterns
+    plan = _ContentPlan()
+    for path in files:
+        if (root / path).is_symlink():
+            retarget, leftovers = _plan_symlink(root, path, options)
+            plan.edits += retarget
+            plan.remaining += leftovers
+            continue
+        content = scan.read_content(root, path, options.max_file_bytes)
+        if content.text is None:
+            reason = content.skip_reason or ""
+            plan.skipped.append(SkippedFile(path, reason, content.possible_occurrences))
+            plan.remaining += _unreadable_occurrences(content)
+            continue
+        plan.texts[path] = content.text
+        _plan_text(plan, path, content.text, options, keep, directory_names)
+    return plan
+
+
+def _plan_text(
+    plan: _ContentPlan,
+    path: str,
+    text: str,
+    options: MigrationOptions,
+    keep: tuple[re.Pattern[str], ...],
+    directory_names: set[str],
+) -> None:
+    """Rewrite one text file; add its edit, leftovers, protections and labels to ``plan``."""
+    has_hits = DETECTION.search(text) is not None
+    protections = find_protections(text, keep, directory_names) if has_hits else []
+    found = [] if options.rename_labels else find_labels(text, protections)
+    guards = protections + [label.protection() for label in found]
+    result = rewrite_text(text, options.rules, guards)
+    locate = line_locator(text) if result.leftovers else None
+    for leftover in result.leftovers:
+        line, column = locate(leftover.start)
+        plan.remaining.append(Occurrence(path, line, column, leftover.text, leftover.reason))
+    plan.protected += _protected_references(path, text, result.leftovers, locate)
+    plan.labels += [
+        LabelForReview(path, *locate(label.start), label.text, _excerpt(label.reference))
+        for label in found
+    ]
+    if result.text != text:
+        plan.edits.append((path, text, result.text, result.counts))
 
 
 def _excluded_caches(excluded: Sequence[str]) -> list[ProtectedReference]:

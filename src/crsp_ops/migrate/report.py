@@ -44,16 +44,7 @@ def build_report(
         "dry_run": dry_run,
         "git_work_tree": str(plan.git_root) if plan.git_root else None,
         "ok": ok,
-        "summary": {
-            "files_scanned": len(plan.files),
-            "files_changed": len(plan.edits),
-            "paths_renamed": len(plan.renames),
-            "replacements": sum(plan.replacements_per_rule().values()),
-            "remaining_occurrences": len(plan.remaining),
-            "protected_references": len(plan.protected),
-            "labels_for_review": len(plan.labels),
-            "files_skipped": len(plan.skipped),
-        },
+        "summary": _summary(plan),
         "rules": list(plan.rules),
         "replacements_per_rule": plan.replacements_per_rule(),
         "files_changed": [
@@ -72,16 +63,35 @@ def build_report(
         "labels_for_review": [asdict(label) for label in plan.labels],
         "skipped": [asdict(skipped) for skipped in plan.skipped],
         "excluded_directories": list(plan.excluded),
-        "validation": {
-            "ok": validation.ok,
-            "python_files": validation.python_files,
-            "compile_failures": list(validation.compile_failures),
-            "preexisting_compile_failures": list(validation.preexisting_compile_failures),
-            "references_checked": validation.references_checked,
-            "broken_references": [asdict(broken) for broken in validation.broken_references],
-            "rename_conflicts": list(validation.conflicts),
-            "second_pass_changes": second_pass_changes,
-        },
+        "validation": _validation_section(validation, second_pass_changes),
+    }
+
+
+def _summary(plan: MigrationPlan) -> dict[str, int]:
+    """The report's ``summary``: counts of what the plan scans, changes and leaves."""
+    return {
+        "files_scanned": len(plan.files),
+        "files_changed": len(plan.edits),
+        "paths_renamed": len(plan.renames),
+        "replacements": sum(plan.replacements_per_rule().values()),
+        "remaining_occurrences": len(plan.remaining),
+        "protected_references": len(plan.protected),
+        "labels_for_review": len(plan.labels),
+        "files_skipped": len(plan.skipped),
+    }
+
+
+def _validation_section(validation: Validation, second_pass_changes: int | None) -> dict[str, Any]:
+    """The report's ``validation``: the checks run on the migrated tree."""
+    return {
+        "ok": validation.ok,
+        "python_files": validation.python_files,
+        "compile_failures": list(validation.compile_failures),
+        "preexisting_compile_failures": list(validation.preexisting_compile_failures),
+        "references_checked": validation.references_checked,
+        "broken_references": [asdict(broken) for broken in validation.broken_references],
+        "rename_conflicts": list(validation.conflicts),
+        "second_pass_changes": second_pass_changes,
     }
 
 

@@ -77,14 +77,7 @@ def build_tiny_base_model(
     fitting = [s for s in tokenized if len(s.input_ids) <= model_spec.max_seq_len]
     if not fitting:
         raise ValueError(f"no conversation fits max_seq_len={model_spec.max_seq_len}")
-    model = build_tiny_llama(
-        model_spec,
-        vocab_size=len(tokenizer),
-        bos_id=tokenizer.bos_token_id,
-        eos_id=tokenizer.eos_token_id,
-        pad_id=tokenizer.pad_token_id,
-        seed=train_spec.seed,
-    )
+    model = _untrained_model(model_spec, tokenizer, seed=train_spec.seed)
     result = train_causal_lm(
         model,
         fitting,
@@ -101,6 +94,20 @@ def build_tiny_base_model(
         num_samples=len(fitting),
         num_too_long=len(tokenized) - len(fitting),
         train=result,
+    )
+
+
+def _untrained_model(
+    model_spec: TinyLlamaSpec, tokenizer: PreTrainedTokenizerFast, *, seed: int
+) -> LlamaForCausalLM:
+    """A freshly initialised tiny Llama sized to ``tokenizer`` and using its special ids."""
+    return build_tiny_llama(
+        model_spec,
+        vocab_size=len(tokenizer),
+        bos_id=tokenizer.bos_token_id,
+        eos_id=tokenizer.eos_token_id,
+        pad_id=tokenizer.pad_token_id,
+        seed=seed,
     )
 
 

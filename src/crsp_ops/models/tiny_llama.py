@@ -148,23 +148,10 @@ def train_causal_lm(
             group["lr"] = learning_rate
         batch = collate(rng.sample(samples, min(spec.batch_size, len(samples))), pad_id)
         batch = {key: value.to(device) for key, value in batch.items()}
-        loss = model(**batch).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
+        losses.append(_optimizer_step(model, optimizer, batch))
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
         if on_step is not None:
-            tokens = int(batch["attention_mask"].sum())
-            on_step(
-                step + 1,
-                {
-                    "loss": losses[-1],
-                    "learning_rate": learning_rate,
-                    "tokens_per_second": tokens / (time.perf_counter() - step_started),
-                },
-            )
+            on_step(step + 1, _step_metrics(losses[-1], learning_rate, batch, step_started))
     model.eval()
     tail = losses[-min(10, len(losses)) :]
     return TrainResult(
@@ -173,3 +160,27 @@ def train_causal_lm(
         seconds=time.perf_counter() - started,
         num_parameters=sum(p.numel() for p in model.parameters()),
     )
+
+
+def _optimizer_step(
+    model: LlamaForCausalLM, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor]
+) -> float:
+    """One optimiser step on ``batch`` with gradients clipped to norm 1; returns the batch loss."""
+    loss = model(**batch).loss
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss.item()
+
+
+def _step_metrics(
+    loss: float, learning_rate: float, batch: dict[str, torch.Tensor], step_started: float
+) -> dict[str, float]:
+    """The metrics ``on_step`` receives for one step."""
+    tokens = int(batch["attention_mask"].sum())
+    return {
+        "loss": loss,
+        "learning_rate": learning_rate,
+        "tokens_per_second": tokens / (time.perf_counter() - step_started),
+    }

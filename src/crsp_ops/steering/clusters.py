@@ -7,8 +7,8 @@ with k-means, and its cluster id is ``label + 2``. This runs once per tokenizer 
 
 Shortcuts, and why:
 - texts are embedded in order of length so each batch pads little (then put back in id order);
-- above ``minibatch_threshold`` rule-free tokens, MiniBatchKMeans replaces KMeans (a 150k
-  vocabulary clusters in seconds instead of minutes, at a small inertia cost);
+- above ``minibatch_threshold`` rule-free tokens, MiniBatchKMeans replaces KMeans (a large
+  vocabulary clusters far faster, at a small inertia cost);
 - representatives are the members nearest their centroid in PCA space (where k-means ran).
 """
 
@@ -190,13 +190,33 @@ def build_token_clusters(
     table[rest] = labels + FIRST_KMEANS_CLUSTER
     table.setflags(write=False)
     nearest = nearest_to_centroid(reduced, labels, kmeans.cluster_centers_, top=n_representatives)
-    representatives = {
-        EOS_CLUSTER: sorted(eos_ids)[:n_representatives],
-        NUMERIC_CLUSTER: sorted(numeric_ids)[:n_representatives],
+    representatives = _representatives(eos_ids, numeric_ids, rest, nearest, top=n_representatives)
+    n_clusters = n_kmeans_clusters + FIRST_KMEANS_CLUSTER
+    descriptions = _describe_clusters(texts, table, representatives, n_clusters)
+    return TokenClusters(
+        token_clusters=table, n_clusters=n_clusters, texts=tuple(texts), eos_ids=eos_ids,
+        numeric_ids=numeric_ids, pca=pca, kmeans=kmeans, descriptions=descriptions,
+    )
+
+
+def _representatives(
+    eos_ids: frozenset[int], numeric_ids: frozenset[int], rest: np.ndarray,
+    nearest: Sequence[np.ndarray], *, top: int,
+) -> dict[int, list[int]]:
+    """Vocab ids listed per cluster: the lowest rule ids, then k-means members nearest centroid."""
+    return {
+        EOS_CLUSTER: sorted(eos_ids)[:top],
+        NUMERIC_CLUSTER: sorted(numeric_ids)[:top],
         **{label + FIRST_KMEANS_CLUSTER: rest[rows].tolist() for label, rows in enumerate(nearest)},
     }
-    n_clusters = n_kmeans_clusters + FIRST_KMEANS_CLUSTER
-    descriptions = {
+
+
+def _describe_clusters(
+    texts: Sequence[str], table: np.ndarray, representatives: dict[int, list[int]],
+    n_clusters: int,
+) -> dict[str, dict]:
+    """``cluster_descriptions.json`` content: each cluster described from its members' texts."""
+    return {
         str(cid): describe_cluster(
             cid,
             [texts[i] for i in np.flatnonzero(table == cid)],
@@ -204,7 +224,3 @@ def build_token_clusters(
         )
         for cid in range(n_clusters)
     }
-    return TokenClusters(
-        token_clusters=table, n_clusters=n_clusters, texts=tuple(texts), eos_ids=eos_ids,
-        numeric_ids=numeric_ids, pca=pca, kmeans=kmeans, descriptions=descriptions,
-    )

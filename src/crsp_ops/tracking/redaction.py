@@ -112,11 +112,6 @@ def redact_params(params: Mapping[str, Any], env: Mapping[str, str]) -> dict[str
     return Redactor.from_env(env).params(params)
 
 
-def redact_text(text: str, env: Mapping[str, str]) -> str:
-    """Replace every secret environment value and secret pattern found in ``text``."""
-    return Redactor.from_env(env).text(text)
-
-
 _plain_record_factory: Any = None  # the factory before the first install (installs replace)
 
 

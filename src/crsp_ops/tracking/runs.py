@@ -83,8 +83,6 @@ def start_run(
         yield NullTracker()
         return
     disable_telemetry()
-    from mlflow.entities import RunTag
-
     uri = tracking_uri(resolved)
     if uri == project_store_uri(resolved.root):  # a copied project must not write elsewhere
         ensure_store_in_project(resolved.root / "mlflow.db", resolved.root)
@@ -94,18 +92,10 @@ def start_run(
         # The run is created and its end guaranteed (finish_run) inside one critical section:
         # a signal arriving meanwhile is raised only once finish_run can mark the run KILLED.
         with critical_section():
-            if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
-                experiment_id = client.get_run(project_run_id).info.experiment_id
-                run_id = project_run_id
-                client.log_batch(run_id, tags=[RunTag(k, v) for k, v in process_tags().items()])
-                ensure_experiment_kind(client, experiment_id)
-                if run_name:
-                    client.update_run(run_id, name=run_name)  # sets mlflow.runName too
-            else:
-                experiment_id = _experiment_id(client, experiment_name(resolved, job),
-                                               resolved.root, uri)
-                run_id = client.create_run(experiment_id, run_name=run_name,
-                                           tags=process_tags()).info.run_id
+            run_id, experiment_id = _open_run(
+                client, project_run_id, experiment_name(resolved, job), resolved.root, uri,
+                run_name,
+            )
             tracker = MlflowTracker(
                 client, run_id, experiment_id, settings.flush_points, settings.flush_seconds
             )
@@ -114,19 +104,7 @@ def start_run(
         if owner_tag and tags and owner_tag in tags:
             with critical_section():
                 close_stale_runs(client, experiment_id, owner_tag, tags[owner_tag])
-        record = dvc_record(resolved.root)
-        tracker.set_tags(
-            {
-                "crsp.job": job,
-                **git_tags(resolved.root),
-                **dvc_tags(record),
-                **{f"config.source.{k}": v for k, v in resolved.sources.items() if v != "Kconfig"},
-                **(tags or {}),
-            }
-        )
-        tracker.log_params(resolved.settings.flat())
-        if record.get("deps") or record.get("outs"):
-            tracker.log_dict(record, DVC_RECORD_ARTIFACT)
+        _log_run_context(tracker, job, resolved, tags)
         system_metrics = None
         if settings.system_metrics:
             system_metrics = _start_system_metrics(run_id, uri)
@@ -135,6 +113,45 @@ def start_run(
         finally:
             if system_metrics is not None:
                 system_metrics.finish()
+
+
+def _open_run(
+    client, project_run_id: str | None, name: str, root: Path, uri: str, run_name: str | None
+) -> tuple[str, str]:
+    """Resume the ``mlflow run`` run or create one in ``name``; returns (run id, experiment id)."""
+    from mlflow.entities import RunTag
+
+    if project_run_id:  # launched by `mlflow run`: the CLI created the run and ends it
+        experiment_id = client.get_run(project_run_id).info.experiment_id
+        run_id = project_run_id
+        client.log_batch(run_id, tags=[RunTag(k, v) for k, v in process_tags().items()])
+        ensure_experiment_kind(client, experiment_id)
+        if run_name:
+            client.update_run(run_id, name=run_name)  # sets mlflow.runName too
+    else:
+        experiment_id = _experiment_id(client, name, root, uri)
+        run_id = client.create_run(experiment_id, run_name=run_name,
+                                   tags=process_tags()).info.run_id
+    return run_id, experiment_id
+
+
+def _log_run_context(
+    tracker: Tracker, job: str, resolved: ResolvedConfig, tags: Mapping[str, str] | None
+) -> None:
+    """Tag the run (job, git, DVC, config sources, ``tags``), log params and the DVC record."""
+    record = dvc_record(resolved.root)
+    tracker.set_tags(
+        {
+            "crsp.job": job,
+            **git_tags(resolved.root),
+            **dvc_tags(record),
+            **{f"config.source.{k}": v for k, v in resolved.sources.items() if v != "Kconfig"},
+            **(tags or {}),
+        }
+    )
+    tracker.log_params(resolved.settings.flat())
+    if record.get("deps") or record.get("outs"):
+        tracker.log_dict(record, DVC_RECORD_ARTIFACT)
 
 
 def _experiment_id(client, name: str, root: Path, uri: str) -> str:
