@@ -4,7 +4,9 @@ Builds the embedded defaults' stages once (``presets.BENCH_STAGES``), runs
 ``benchmarks/<script> <preset args>`` for each entry of ``presets.PRESETS`` (``--only`` picks
 some), prints each benchmark's JSON line on stdout,
 and stops at the first failure: its stderr tail on stderr, exit 1. A script in ``benchmarks/``
-that is neither a preset nor a known library module is a failure too, so none is forgotten.
+that is neither a preset nor a known library module is a failure too, so none is forgotten
+(one-off studies live in ``benchmarks/studies/``, which is not scanned). Last, on stderr, a
+summary: one line per benchmark run (name, seconds, ok or FAILED) and the total time.
 
     python benchmarks/bench_all.py [--long] [--only tracking_overhead.py ...] [--light]
 """
@@ -26,6 +28,7 @@ from proposers import embedded_default
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+BUILD = "(bench project)"  # the summary's row for building the presets' project
 
 
 def unlisted() -> list[str]:
@@ -62,6 +65,23 @@ def run_one(script: str, args: list[str], *, timeout_s: float) -> tuple[dict | N
     return line, ""
 
 
+def summary(rows: list[tuple[str, float, bool]], total_s: float, not_run: int) -> str:
+    """One line per benchmark run (name, seconds, ok or FAILED), then the total.
+
+    >>> print(summary([("a.py", 1.24, True), ("bb.py", 30.0, False)], 40.0, 2))
+    a.py     1 s  ok
+    bb.py   30 s  FAILED
+    total 40 s: 1 ok, 1 failed, 2 not run
+    """
+    width = max((len(name) for name, _, _ in rows), default=0)
+    lines = [f"{name:<{width}} {seconds:>4.0f} s  {'ok' if ok else 'FAILED'}"
+             for name, seconds, ok in rows]
+    failed = sum(not ok for _, _, ok in rows)
+    lines.append(f"total {total_s:.0f} s: {len(rows) - failed} ok, {failed} failed"
+                 + (f", {not_run} not run" if not_run else ""))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--long", action="store_true", help="the long presets (hours)")
@@ -80,32 +100,50 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = [n for n in PRESETS if (args.only is None or n in args.only)
              and not (args.light and PRESETS[n].heavy)]
+    started = time.perf_counter()
+    rows: list[tuple[str, float, bool]] = []
+    try:
+        return run_all(names, long=args.long, timeout_s=args.timeout, rows=rows)
+    finally:  # also after a failure or an exception: what ran, and for how long
+        not_run = len(set(names) - {name for name, _, _ in rows})
+        print(f"# summary\n{summary(rows, time.perf_counter() - started, not_run)}",
+              file=sys.stderr, flush=True)
+
+
+def run_all(names: list[str], *, long: bool, timeout_s: float,
+            rows: list[tuple[str, float, bool]]) -> int:
+    """Run ``names`` in turn on one built project; append ``(name, seconds, ok)`` to ``rows``."""
     with tempfile.TemporaryDirectory(prefix="crsp_bench_") as tmp:
         root = Path(tmp)
         project = root / "project"
-        if any("{model}" in " ".join(PRESETS[n].long if args.long else PRESETS[n].fast)
-               or "{project}" in " ".join(PRESETS[n].long if args.long else PRESETS[n].fast)
+        if any("{model}" in " ".join(PRESETS[n].long if long else PRESETS[n].fast)
+               or "{project}" in " ".join(PRESETS[n].long if long else PRESETS[n].fast)
                for n in names):
+            started = time.perf_counter()
+            rows.append((BUILD, 0.0, False))  # until it is built
             embedded_default(project, list(BENCH_STAGES))
+            rows[-1] = (BUILD, time.perf_counter() - started, True)
         for name in names:
             preset = PRESETS[name]
             lacking = [m for m in preset.needs if importlib.util.find_spec(m) is None]
             if lacking:
                 print(f"{name}: needs {lacking} (pip install -e '.[bench]'; make bench does)",
                       file=sys.stderr)
+                rows.append((name, 0.0, False))
                 return 1
             scratch = root / name.removesuffix(".py")
             scratch.mkdir()
-            argv_ = expand(preset.long if args.long else preset.fast,
+            argv_ = expand(preset.long if long else preset.fast,
                            model=str(project / "models/base"), scratch=str(scratch),
                            project=str(project))
             started = time.perf_counter()
             print(f"# {name} {' '.join(argv_)}", file=sys.stderr, flush=True)
-            line, why = run_one(name, argv_, timeout_s=args.timeout)
+            line, why = run_one(name, argv_, timeout_s=timeout_s)
+            rows.append((name, time.perf_counter() - started, line is not None))
             if line is None:
                 print(f"FAILED {name} {' '.join(argv_)}: {why}", file=sys.stderr)
                 return 1
-            print(f"#   {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+            print(f"#   {rows[-1][1]:.0f} s", file=sys.stderr, flush=True)
             print(json.dumps(line), flush=True)
     return 0
 

@@ -88,6 +88,17 @@ def step_summary(metrics: dict, episode, elapsed: float, peak: int) -> dict:
             "loss": metrics.get("loss"), "update_s": round(metrics.get("perf/update_s", 0.0), 1)}
 
 
+def limo_split(settings) -> tuple[list, list]:
+    """The synthetic LIMO rows the trainer trains on, and the last ``crsp.heldout_math`` it scores.
+
+    Raises ``ValueError`` (``split_heldout``) when ``crsp.heldout_math`` leaves no row to train
+    on: keep it below ``limo.n_synthetic`` (``benchmarks/presets.py`` sets both).
+    """
+    rows = load_limo_result("synthetic", None, synthetic_count=settings.limo.n_synthetic,
+                            seed=settings.limo.seed, hub_split=settings.limo.hub_split).rows
+    return split_heldout(list(rows), settings.crsp.heldout_math)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
@@ -96,9 +107,7 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = load_settings(project_root(), ["tracking.enabled=n", *args.overrides]).settings
-    rows = load_limo_result("synthetic", None, synthetic_count=settings.limo.n_synthetic,
-                            seed=settings.limo.seed, hub_split=settings.limo.hub_split).rows
-    train_rows, heldout_rows = split_heldout(list(rows), settings.crsp.heldout_math)
+    train_rows, heldout_rows = limo_split(settings)
     model, tokenizer = load_causal_lm(args.model)
     selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                                 settings.generation)

@@ -9,7 +9,10 @@ need ``make install-real`` and ``crsp-ops convert-model``, ``server_rollouts.py`
 build of ``make test-vllm-cpu``: see their docstrings). ``heavy`` ones (over ~30 s on 2 cores)
 run in ``make bench`` but not in the test that runs every light ``fast`` preset inside
 ``make test``. ``needs``: an importable module (``trl``: ``pip install -e '.[bench]'``, which
-``make bench`` does).
+``make bench`` does). A script that reads the checkout's ``params.yaml`` reads the demo's
+settings: its presets ``--set`` every size it needs, so a demo default cannot break them (one
+did: ``crsp.heldout_math=1000`` of ``crsp_heldout.py``'s 300 LIMO rows). One-off studies (no
+preset) live in ``benchmarks/studies/``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ class Preset:
 # (crsp-ops limo, financebench, base-model, clusters, deltas), the tiny model trained briefly.
 BENCH_STAGES = ("financebench.seed=0", "model.tiny_train_steps=60", "model.tiny_max_seq_len=1024")
 EVOLVE_SMALL = ("--project", "{project}")
+
+
+def limo_sizes(rows: int, heldout: int) -> tuple[str, ...]:
+    """``--set`` pairs: ``rows`` synthetic LIMO rows, the last ``heldout`` held out and scored."""
+    return ("--set", "crsp.problem_types=math", "--set", f"limo.n_synthetic={rows}",
+            "--set", f"crsp.heldout_math={heldout}", "--set", f"train.eval_math_tasks={heldout}")
+
+
 _PRESETS: dict[str, Preset] = {
     "tracking_overhead.py": Preset(("--points", "300", "--reps", "2")),
     "processor_overhead.py": Preset(
@@ -53,11 +64,13 @@ _PRESETS: dict[str, Preset] = {
          "--critiques-per-task", "1", "--set", "train.max_new_tokens_propose=16",
          "--set", "train.max_new_tokens_solve=16", "--set", "train.max_new_tokens_critique=16"),
         ("--model", "{model}"), heavy=True),
+    # crsp_heldout.py reads the checkout's params.yaml: its sizes are set here (module docstring)
     "crsp_heldout.py": Preset(
-        ("--model", "{model}", "--steps", "1", "--set", "train.proposals_per_step=1",
+        ("--model", "{model}", "--steps", "1", *limo_sizes(32, 4),
+         "--set", "train.tasks_per_type=2", "--set", "train.proposals_per_step=1",
          "--set", "train.solver_samples=2", "--set", "train.max_new_tokens_solve=16",
          "--set", "train.max_new_tokens_propose=16", "--set", "train.critiques_per_task=0"),
-        ("--model", "{model}"), heavy=True),
+        ("--model", "{model}", *limo_sizes(300, 100)), heavy=True),
     "learning_curve.py": Preset(
         ("--model", "{model}", "--arms", "crsp", "grpo", "--steps", "1", "--eval-every", "1",
          "--heldout", "4", "--tasks-per-step", "1", "--samples", "2", "--max-new-tokens", "16",

@@ -4,14 +4,14 @@
 # from its wheel onto PYTHONPATH (no pip):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform any \
 #       -d outputs/gpu_wheels peft
-#   bash benchmarks/gpu_quick.sh [OUTDIR]        # device run: carry outputs/gpu_wheels
+#   bash benchmarks/studies/gpu_quick.sh [OUTDIR]  # device run: carry outputs/gpu_wheels
 # Each JSON line goes to OUTDIR/memory_modes_<shape>.jsonl, stderr to OUTDIR/*.err;
 # SHAPES="..." picks the shapes, DEV=cpu EXTRA="--rows 1 --prompt 8 --completion 16
 # --updates 1" is a dry run.
 set -u
 OUT=${1:-${OUT:-/tmp/gpu_quick}}
 PY=${PYTHON:-python3}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
 mkdir -p "$OUT"
 DEV=${DEV:-cuda}
