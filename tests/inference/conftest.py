@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crsp_ops.inference.server_manager import ServerConfig, ServerManager, free_port
+from crsp_ops.inference.server_config import ServerConfig
+from crsp_ops.inference.server_manager import ServerManager, free_port
 from tests.fakes import live_descendants as _live_descendants
 
 N_KMEANS_STANDIN = 4  # clusters 2..5 stand in for k-means (the embedder is not needed here)

@@ -16,13 +16,9 @@ from crsp_ops.inference.openai_backend import (
     RequestFailedError,
     RetryPolicy,
 )
-from crsp_ops.inference.server_manager import (
-    ServerConfig,
-    ServerDiedError,
-    ServerManager,
-    free_port,
-    group_alive,
-)
+from crsp_ops.inference.process_group import group_alive
+from crsp_ops.inference.server_config import ServerConfig
+from crsp_ops.inference.server_manager import ServerDiedError, ServerManager, free_port
 from crsp_ops.inference.transformers_backend import completion_to_choice
 from tests.inference.conftest import local_server_config, openai_base_url
 

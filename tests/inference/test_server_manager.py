@@ -11,13 +11,13 @@ import time
 
 import pytest
 
+from crsp_ops.inference.process_group import group_alive
+from crsp_ops.inference.server_config import ServerConfig
 from crsp_ops.inference.server_manager import (
-    ServerConfig,
     ServerDiedError,
     ServerManager,
     ServerStartupError,
     free_port,
-    group_alive,
     probe_health,
 )
 
@@ -156,7 +156,8 @@ def test_sigterm_to_the_driver_stops_its_server(static_root, tmp_path):
     command = http_server_command(static_root, port)
     driver = textwrap.dedent(f"""
         import time
-        from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+        from crsp_ops.inference.server_config import ServerConfig
+        from crsp_ops.inference.server_manager import ServerManager
         config = ServerConfig("http://127.0.0.1:{port}", command={command!r},
                               startup_timeout_s=20, health_interval_s=0.1, stop_grace_s=2)
         manager = ServerManager(config).start()

@@ -18,12 +18,8 @@ import time
 import pytest
 
 from crsp_ops.inference.port_owner import ServerRecord, port_is_listening
-from crsp_ops.inference.server_manager import (
-    PortInUseError,
-    ServerConfig,
-    ServerManager,
-    free_port,
-)
+from crsp_ops.inference.server_config import ServerConfig
+from crsp_ops.inference.server_manager import PortInUseError, ServerManager, free_port
 
 pytestmark = pytest.mark.server
 
@@ -60,7 +56,8 @@ def test_server_dies_with_its_sigkilled_driver(static_root, tmp_path):
     port = free_port()
     driver = textwrap.dedent(f"""
         import time
-        from crsp_ops.inference.server_manager import ServerConfig, ServerManager
+        from crsp_ops.inference.server_config import ServerConfig
+        from crsp_ops.inference.server_manager import ServerManager
         config = ServerConfig("http://127.0.0.1:{port}", command={http_server(static_root, port)!r},
                               startup_timeout_s=20.0, health_interval_s=0.1)
         ServerManager(config).start()

@@ -30,18 +30,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crsp_ops.evolve.acceptance import (
-    ACCEPTANCE_RULES,
-    GUARD_OFF,
-    adopt_candidate,
-    lost_correct,
-    shorter_and_as_correct,
-)
-from crsp_ops.evolve.frontier_search import FrontierSearch
+from crsp_ops.evolve.acceptance import ACCEPTANCE_RULES, GUARD_OFF
 from crsp_ops.evolve.inputs import sample_minibatch
 from crsp_ops.evolve.iteration import (
     Evidence,
@@ -51,6 +44,8 @@ from crsp_ops.evolve.iteration import (
     score_dict,
 )
 from crsp_ops.evolve.iteration_outputs import IterationOutputs
+from crsp_ops.evolve.judging import Evaluate, judge_on_minibatch
+from crsp_ops.evolve.loop_state import LoopState, start_state
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.steering.deltas import Deltas
@@ -58,10 +53,6 @@ from crsp_ops.tracking import NullTracker, Tracker
 from crsp_ops.tracking.progress import progress_bar
 
 logger = logging.getLogger(__name__)
-
-Evaluate = Callable[[Sequence[Any], Deltas], Any]
-"""``(examples, deltas) -> MinibatchResult`` (``.records`` and ``.scores``)."""
-
 
 class ProposalFailedError(RuntimeError):
     """A proposal stayed invalid and ``stop_on_failure`` is set (the iteration was recorded)."""
@@ -132,63 +123,6 @@ class EvolutionOutcome:
         return line
 
 
-@dataclass
-class _LoopState:
-    next_iteration: int
-    current: Deltas
-    initial: Deltas
-    best: Deltas
-    best_composite: float
-    best_iteration: int
-    history: list[IterationRecord]
-    reflector_tokens: float
-    rollouts: int = 0  # answers generated so far (every evaluate call, all examples)
-    search: FrontierSearch | None = None
-
-    def to_json(self, proposer: Proposer) -> dict[str, Any]:
-        return {
-            "rollouts": self.rollouts,
-            "frontier": None if self.search is None else self.search.to_json(),
-            "next_iteration": self.next_iteration,
-            "current_deltas": self.current,
-            "initial_deltas": self.initial,
-            "best": {"deltas": self.best,
-                     "composite": self.best_composite if self.best_iteration >= 0 else None,
-                     "iteration": self.best_iteration},
-            "reflector_tokens": self.reflector_tokens,
-            "proposer": {"name": proposer.name, "state": proposer.state_dict()},
-        }
-
-
-def _initial_state(
-    store: EvolutionStore, initial: Deltas, proposer: Proposer, config: LoopConfig
-) -> _LoopState:
-    saved = store.read_state()
-    if saved is None:
-        fresh = dict(initial)
-        search = FrontierSearch(config.seed) if config.frontier else None
-        return _LoopState(0, fresh, dict(fresh), dict(fresh), float("-inf"), -1, [], 0.0,
-                          search=search)
-    if saved["proposer"]["name"] != proposer.name:
-        raise ValueError(
-            f"{store.out} was produced by the {saved['proposer']['name']} proposer; "
-            f"resume it with the same proposer (not {proposer.name})"
-        )
-    if saved["initial_deltas"] != dict(initial):
-        raise ValueError(f"{store.out}: the initial deltas differ from the run being resumed")
-    proposer.load_state_dict(saved["proposer"]["state"])
-    best = saved["best"]
-    history = [row for row in store.read_history() if row.iteration < saved["next_iteration"]]
-    return _LoopState(
-        saved["next_iteration"], saved["current_deltas"], saved["initial_deltas"],
-        best["deltas"], float(best["composite"]) if best["iteration"] >= 0 else float("-inf"),
-        best["iteration"], history, float(saved.get("reflector_tokens", 0.0)),
-        int(saved.get("rollouts", 0)),
-        FrontierSearch.from_json(config.seed, saved.get("frontier")) if config.frontier
-        else None,
-    )
-
-
 def run_evolution(
     *,
     pool: Sequence[Any],
@@ -221,12 +155,9 @@ def run_evolution(
             ``processor_best.py`` were rewritten from the last committed state
             (``state.json``; the initial deltas before any commit).
     """
-    state = _initial_state(store, initial_deltas, proposer, config)
-
-    def counted(examples: Sequence[Any], deltas: Deltas) -> Any:
-        state.rollouts += len(examples)
-        return evaluate(examples, deltas)
-
+    state = start_state(store, initial_deltas, proposer, seed=config.seed,
+                        frontier=config.frontier)
+    counted = _counting(state, evaluate)
     resumed_from = state.next_iteration
     if resumed_from:
         logger.info("resuming %s at iteration %d/%d", store.out, resumed_from, config.iterations)
@@ -245,21 +176,43 @@ def run_evolution(
                                 f"{state.rollouts} rollouts")
     except BaseException:
         bar.close()
-        _release(proposer)
-        outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
-        # ... and the best files from committed state only: an improvement found by the
-        # interrupted iteration is not in history.json nor state.json, so it is not reported.
-        committed = store.committed_best()
-        store.write_best(state.initial if committed is None else committed)
+        _unwind(state, proposer, outputs, store)
         raise
     bar.close()
     outputs.close()
+    return _outcome(state, resumed_from, outputs)
+
+
+def _outcome(state: LoopState, resumed_from: int, outputs: IterationOutputs) -> EvolutionOutcome:
+    """What the finished loop hands the driver (``outputs`` already closed)."""
     return EvolutionOutcome(
         history=state.history, initial_deltas=state.initial, best_deltas=state.best,
         best_composite=state.best_composite, best_iteration=state.best_iteration,
         resumed_from=resumed_from, output_job_seconds=outputs.job_seconds,
         answers_generated=state.rollouts,
     )
+
+
+def _counting(state: LoopState, evaluate: Evaluate) -> Evaluate:
+    """``evaluate`` that adds the examples of every call to ``state.rollouts``."""
+
+    def counted(examples: Sequence[Any], deltas: Deltas) -> Any:
+        state.rollouts += len(examples)
+        return evaluate(examples, deltas)
+
+    return counted
+
+
+def _unwind(
+    state: LoopState, proposer: Proposer, outputs: IterationOutputs, store: EvolutionStore
+) -> None:
+    """Clean up an interrupted or failed run: release the proposer, flush, rewrite the best."""
+    _release(proposer)
+    outputs.close(raise_errors=False)  # Ctrl+C, SIGTERM or an error: flush what is queued
+    # ... and the best files from committed state only: an improvement found by the
+    # interrupted iteration is not in history.json nor state.json, so it is not reported.
+    committed = store.committed_best()
+    store.write_best(state.initial if committed is None else committed)
 
 
 def _release(proposer: Proposer) -> None:
@@ -270,7 +223,7 @@ def _release(proposer: Proposer) -> None:
         logger.warning("the %s proposer could not release its claim: %s", proposer.name, error)
 
 
-def _begin(state: _LoopState, proposer: Proposer) -> bool:
+def _begin(state: LoopState, proposer: Proposer) -> bool:
     """Let the proposer pick what the first iteration of this invocation evaluates."""
     first = proposer.begin(state.current)
     if first is None:
@@ -282,7 +235,7 @@ def _begin(state: _LoopState, proposer: Proposer) -> bool:
 
 
 def _run_iteration(
-    state: _LoopState,
+    state: LoopState,
     pool: Sequence[Any],
     evaluate: Evaluate,
     proposer: Proposer,
@@ -296,35 +249,23 @@ def _run_iteration(
     batch = sample_minibatch(
         pool, size=config.minibatch_size, seed=config.seed, iteration=iteration
     )
-    result = evaluate(batch, state.current)
-    scores = score_dict(result.scores)
-    incumbent_run = _incumbent_result(state, batch, evaluate, result, paired=config.paired_best)
-    incumbent = None if incumbent_run is None else score_dict(incumbent_run[1].scores)
-    generation_s = time.perf_counter() - started
-    lost = None if incumbent_run is None else lost_correct(result.records,
-                                                            incumbent_run[1].records)
-    shorter = (shorter_and_as_correct(result.records, incumbent_run[1].records)
-               if config.acceptance == "shorter" and incumbent_run is not None else None)
-    improved = adopt_candidate(
-        scores["composite_score"],
-        state.best_composite if incumbent is None else incumbent["composite_score"],
-        lost=lost, max_lost_correct=config.max_lost_correct, shorter=shorter)
-    if improved:
-        state.best, state.best_composite, state.best_iteration = (
-            dict(state.current), scores["composite_score"], iteration)
-    elif incumbent is not None:
-        state.best_composite = incumbent["composite_score"]  # the best, on this minibatch
+    judged = judge_on_minibatch(state, batch, evaluate, started, paired=config.paired_best,
+                                acceptance=config.acceptance,
+                                max_lost_correct=config.max_lost_correct)
+    scores, improved = judged.scores, judged.improved
     evidence = Evidence(
-        iteration=iteration, deltas=state.current, records=list(result.records), scores=scores,
-        best_composite=state.best_composite, cluster_descriptions=dict(cluster_descriptions),
-        improved=improved, final=iteration + 1 >= config.iterations,
+        iteration=iteration, deltas=state.current, records=list(judged.result.records),
+        scores=scores, best_composite=state.best_composite,
+        cluster_descriptions=dict(cluster_descriptions), improved=improved,
+        final=iteration + 1 >= config.iterations,
     )
-    loop_metrics: dict[str, float] = {} if lost is None else {"lost_correct": float(lost)}
+    loop_metrics: dict[str, float] = ({} if judged.lost is None
+                                      else {"lost_correct": float(judged.lost)})
     if state.search is None:
         proposal = proposer.propose(evidence)
     else:
-        proposal = _frontier_proposal(state, evidence, batch, evaluate, result, incumbent_run,
-                                      proposer, loop_metrics)
+        proposal = _frontier_proposal(state, evidence, batch, evaluate, judged.result,
+                                      judged.incumbent_run, proposer, loop_metrics)
     loop_metrics["rollouts_cumulative"] = float(state.rollouts)
     if proposal.exchanges:
         outputs.exchanges(iteration, proposal.exchanges)
@@ -339,18 +280,33 @@ def _run_iteration(
         best_composite_score=state.best_composite, improved=improved,
         example_ids=[str(getattr(ex, "financebench_id", i)) for i, ex in enumerate(batch)],
         proposal_failed=proposal.failed, proposal_error=proposal.error, summary=proposal.summary,
-        generation_s=generation_s, iteration_s=time.perf_counter() - started,
-        proposer_metrics=dict(proposal.metrics), incumbent_scores=incumbent,
+        generation_s=judged.generation_s, iteration_s=time.perf_counter() - started,
+        proposer_metrics=dict(proposal.metrics), incumbent_scores=judged.incumbent,
         loop_metrics=loop_metrics,
     ))
     state.current = dict(next_deltas)
     state.next_iteration = iteration + 1
+    _commit(state, proposer, outputs, improved=improved)
+    return _report(iteration, scores, state, proposal, proposer, config)
+
+
+def _commit(
+    state: LoopState, proposer: Proposer, outputs: IterationOutputs, *, improved: bool
+) -> None:
+    """Hand the recorded iteration to the outputs worker (``state.json`` is written last)."""
     outputs.commit(
         history=state.history, current=state.current, best=state.best if improved else None,
         summary=getattr(proposer, "summary_text", None), state=state.to_json(proposer),
         reflector_tokens=state.reflector_tokens,
         frontier=None if state.search is None else state.search.frontier.table(),
     )
+
+
+def _report(
+    iteration: int, scores: Mapping[str, float], state: LoopState, proposal: Proposal,
+    proposer: Proposer, config: LoopConfig,
+) -> bool:
+    """Log a committed iteration; raise on a failed proposal if told to, else ``not stop``."""
     # paired: the best deltas were scored on this very minibatch (comparable numbers)
     logger.info(
         "iteration %d: composite %.4f (best %.4f%s) correctness %.3f mean tokens %.1f%s",
@@ -366,19 +322,8 @@ def _run_iteration(
     return not proposal.stop
 
 
-def _incumbent_result(
-    state: _LoopState, batch: Sequence[Any], evaluate: Evaluate, result: Any, *, paired: bool,
-) -> tuple[Deltas, Any] | None:
-    """The best deltas and their result on ``batch`` (``None``: unpaired, or no best yet)."""
-    if not paired or state.best_iteration < 0:
-        return None
-    if dict(state.current) == dict(state.best):
-        return dict(state.best), result  # the same deltas on the same questions: no re-run
-    return dict(state.best), evaluate(batch, state.best)
-
-
 def _frontier_proposal(
-    state: _LoopState, evidence: Evidence, batch: Sequence[Any], evaluate: Evaluate,
+    state: LoopState, evidence: Evidence, batch: Sequence[Any], evaluate: Evaluate,
     result: Any, incumbent: tuple[Deltas, Any] | None, proposer: Proposer,
     loop_metrics: dict[str, float],
 ) -> Proposal:

@@ -30,7 +30,7 @@ from crsp_ops.evaluation.scoring import (
     shortness_score,
 )
 from crsp_ops.inference.backend import GenerationBackend
-from crsp_ops.inference.completions import SamplingParams
+from crsp_ops.inference.completions import Completion, SamplingParams
 from crsp_ops.steering.deltas import deltas_to_list
 
 
@@ -144,6 +144,21 @@ def run_minibatch(
     if len(completions) != len(examples):
         raise ValueError(f"backend returned {len(completions)} completions for "
                          f"{len(examples)} examples")
+    records = _grade_completions(examples, completions, grade)
+    graded = time.perf_counter()
+    return MinibatchResult(
+        records=tuple(records),
+        scores=score_records(records, grade.weights),
+        deltas=None if values is None else tuple(values),
+        generation_s=generated - started,
+        grading_s=graded - generated,
+    )
+
+
+def _grade_completions(
+    examples: Sequence[FinanceBenchExample], completions: Sequence[Completion], grade: Grading,
+) -> list[ExampleRecord]:
+    """Grade each completion against its example's answer, in example order."""
     records = []
     for example, completion in zip(examples, completions, strict=True):
         verdict = grade.grade(completion.text, example.answer, example.question)
@@ -160,14 +175,7 @@ def run_minibatch(
                 finish_reason=completion.finish_reason,
             )
         )
-    graded = time.perf_counter()
-    return MinibatchResult(
-        records=tuple(records),
-        scores=score_records(records, grade.weights),
-        deltas=None if values is None else tuple(values),
-        generation_s=generated - started,
-        grading_s=graded - generated,
-    )
+    return records
 
 
 def _deltas_values(deltas: Mapping[str, float] | Sequence[float] | None) -> list[float] | None:

@@ -23,6 +23,7 @@ from crsp_ops.evolve.heldout import (
     heldout_examples,
 )
 from crsp_ops.evolve.inputs import (
+    ClusterInputs,
     load_cluster_inputs,
     load_initial_deltas,
     load_questions,
@@ -161,18 +162,8 @@ def run_job(
                                  heldout_rows=heldout)
     tracker.set_tags(comparison)
     if settings.evolve.registry_enabled and tracker.run_id is not None:
-        # a killed run on this directory was just marked KILLED: withdraw what it registered
-        prune_unfinished_versions(
-            tracker.client,
-            registered_model_name(settings.evolve.registry_model_name, comparison[MODEL_KEY]),
-            settings.evolve.registry_alias,
-        )
-    store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
-    for stale in store.remove_stale_temp_files():
-        logger.warning("removed %s, left by an interrupted write", stale)
-    record_mlflow_run(store, tracker, tracking_uri)
-    if paths.resume:
-        replay_history(store, tracker)
+        _withdraw_unfinished(settings, tracker, comparison)
+    store = _open_store(paths, clusters, tracker, tracking_uri)
     proposer = build_proposer(
         proposer_kind, settings, token_clusters=clusters.token_clusters,
         n_clusters=clusters.n_clusters, initial_deltas=initial, out_dir=paths.out_dir,
@@ -192,17 +183,7 @@ def run_job(
             outcome = run_evolution(
                 pool=pool, evaluate=evaluate, proposer=proposer, store=store,
                 initial_deltas=initial, cluster_descriptions=clusters.descriptions,
-                config=LoopConfig(
-                    iterations=settings.evolve.iterations,
-                    minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
-                    stop_on_failure=settings.evolve.on_proposal_failure == "stop",
-                    paired_best=settings.evolve.paired_best,
-                    max_lost_correct=settings.evolve.max_lost_correct,
-                    acceptance=settings.evolve.acceptance,
-                    # Optuna's sampler is its own search: it must be told every trial it asked
-                    frontier=settings.evolve.frontier and proposer_kind != "optuna",
-                ),
-                tracker=tracker,
+                config=_loop_config(settings, proposer_kind), tracker=tracker,
             )
             scores = evaluate_heldout(
                 evaluate, heldout, initial=outcome.initial_deltas, best=outcome.best_deltas,
@@ -216,6 +197,42 @@ def run_job(
         return JobResult(outcome, scores)
     finally:
         log_outputs(store, tracker)
+
+
+def _withdraw_unfinished(settings: Any, tracker: Tracker, comparison: dict[str, str]) -> None:
+    """A killed run on this directory was just marked KILLED: withdraw what it registered."""
+    prune_unfinished_versions(
+        tracker.client,
+        registered_model_name(settings.evolve.registry_model_name, comparison[MODEL_KEY]),
+        settings.evolve.registry_alias,
+    )
+
+
+def _open_store(
+    paths: JobPaths, clusters: ClusterInputs, tracker: Tracker, tracking_uri: str | None
+) -> EvolutionStore:
+    """The output directory, cleaned of torn writes, with this run recorded (and replayed)."""
+    store = EvolutionStore(paths.out_dir, clusters.token_clusters, clusters.n_clusters)
+    for stale in store.remove_stale_temp_files():
+        logger.warning("removed %s, left by an interrupted write", stale)
+    record_mlflow_run(store, tracker, tracking_uri)
+    if paths.resume:
+        replay_history(store, tracker)
+    return store
+
+
+def _loop_config(settings: Any, proposer_kind: str) -> LoopConfig:
+    """The loop's configuration from the ``evolve`` settings."""
+    return LoopConfig(
+        iterations=settings.evolve.iterations,
+        minibatch_size=settings.evolve.minibatch_size, seed=settings.evolve.seed,
+        stop_on_failure=settings.evolve.on_proposal_failure == "stop",
+        paired_best=settings.evolve.paired_best,
+        max_lost_correct=settings.evolve.max_lost_correct,
+        acceptance=settings.evolve.acceptance,
+        # Optuna's sampler is its own search: it must be told every trial it asked
+        frontier=settings.evolve.frontier and proposer_kind != "optuna",
+    )
 
 
 def _evaluate(run_minibatch, examples, deltas, **kwargs):

@@ -43,6 +43,7 @@ from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.canary import run_canary
 from crsp_ops.inference.completions import LogprobSemantics, SamplingParams
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
+from crsp_ops.inference.server_config import ServerConfig
 from crsp_ops.inference.server_launch import (
     ENGINE_COMMANDS,
     api_key,
@@ -52,7 +53,7 @@ from crsp_ops.inference.server_launch import (
     server_root,
     table_path,
 )
-from crsp_ops.inference.server_manager import ServerConfig, ServerManager, probe_health
+from crsp_ops.inference.server_manager import ServerManager, probe_health
 from crsp_ops.inference.transformers_backend import TransformersBackend
 from crsp_ops.models.model_ref import resolve_model_dir, resolve_tokenizer_dir
 from crsp_ops.steering.table import load_table_and_count

@@ -1,17 +1,11 @@
 """Start, health-check, restart and stop an OpenAI-compatible inference server.
 
-The server command runs in its own session (``start_new_session``), so its process group id is
-its pid and one ``killpg`` reaches every worker it forks (vLLM and SGLang both spawn several).
-Stopping is SIGTERM to the group, then SIGKILL after a grace period, and it happens on context
-exit, on an exception, at interpreter exit and on SIGTERM to this process.
-
-A SIGKILL of this process cannot be intercepted, so the child owns its own end: on Linux it is
-launched with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``), which the kernel
-sends when the launching thread dies, SIGKILL included. Only launches from the main thread get
-it (the signal follows the launching *thread*, and a restart from a worker thread would die
-with that thread); as a second line, the running child is recorded in ``state_path`` (pid,
-start time, command) and the next start on that output directory stops a recorded server that
-is still alive.
+The server runs as the leader of its own process group (``process_group``: one ``killpg``
+reaches every worker it forks, and on Linux a parent-death signal ends it with this process,
+SIGKILL included). The group is stopped on context exit, on an exception, at interpreter exit
+and on SIGTERM to this process. As a second line, the running child is recorded in
+``state_path`` (pid, start time, command) and the next start on that output directory stops a
+recorded server that is still alive.
 
 A start never trusts a port it did not open: before launching, the port must be free (else
 ``PortInUseError`` names the port and its holder, one line), and once healthy the listener
@@ -25,22 +19,19 @@ health (a dead server is then an error, not something it can restart).
 from __future__ import annotations
 
 import atexit
-import ctypes
 import json
 import logging
 import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -53,11 +44,10 @@ from crsp_ops.inference.port_owner import (
     owned_by_tree,
     port_is_listening,
 )
+from crsp_ops.inference.process_group import launch_group, stop_group, terminate_group
+from crsp_ops.inference.server_config import ServerConfig
 
 logger = logging.getLogger(__name__)
-
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 class ServerStartupError(RunFailure):
@@ -70,41 +60,6 @@ class ServerDiedError(RunFailure):
 
 class PortInUseError(InUseError):
     """Another process listens on the port the server is to use (the CLI exits 2)."""
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """How to run and probe one server."""
-
-    base_url: str  # root URL, e.g. "http://127.0.0.1:8000" (no "/v1")
-    command: tuple[str, ...] | None = None  # argv to launch; None = already running elsewhere
-    health_path: str = "/health"  # GET path that answers 200 once the server can serve
-    startup_timeout_s: float = 600.0  # how long one start may take to become healthy
-    health_interval_s: float = 0.5  # pause between health probes
-    health_request_timeout_s: float = 5.0  # timeout of one health probe
-    max_restarts: int = 2  # restarts allowed over the manager's lifetime
-    stop_grace_s: float = 15.0  # SIGTERM → SIGKILL delay
-    log_path: str | None = None  # server stdout+stderr; None = a fresh temporary file
-    env: Mapping[str, str] | None = None  # extra environment variables for the command
-    cwd: str | None = None  # working directory of the command
-    state_path: str | None = None  # JSON recording the running child (in the output directory)
-
-    def __post_init__(self) -> None:
-        if self.command is not None:
-            object.__setattr__(self, "command", tuple(str(arg) for arg in self.command))
-            if not self.command:
-                raise ValueError("command is empty: give the server argv, or None if it runs")
-        if not self.health_path.startswith("/"):
-            raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
-        if self.startup_timeout_s <= 0 or self.health_interval_s <= 0:
-            raise ValueError("startup_timeout_s and health_interval_s must be > 0")
-        if self.max_restarts < 0 or self.stop_grace_s < 0:
-            raise ValueError("max_restarts and stop_grace_s must be >= 0")
-
-    @property
-    def health_url(self) -> str:
-        """The full URL of the health endpoint."""
-        return self.base_url.rstrip("/") + self.health_path
 
 
 def probe_health(url: str, timeout_s: float) -> bool:
@@ -128,77 +83,6 @@ def read_log_tail(path: str | os.PathLike | None, max_lines: int = 40) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-max_lines:])
-
-
-def group_alive(pgid: int) -> bool:
-    """True while any process (zombies included) is still in process group ``pgid``."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists but owned by someone else: still alive
-        return True
-    return True
-
-
-def terminate_group(process: subprocess.Popen, grace_s: float) -> int | None:
-    """SIGTERM the process group of ``process``, then SIGKILL whatever is left after ``grace_s``.
-
-    Returns:
-        The leader's exit code (None if it could not be reaped).
-    """
-    pgid = process.pid  # start_new_session makes the leader's pid the group id
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    try:
-        process.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    # Workers may outlive the leader; give them the rest of the grace period.
-    while group_alive(pgid) and time.monotonic() < deadline and process.poll() is not None:
-        time.sleep(0.05)
-    if group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-        kill_deadline = time.monotonic() + 2.0
-        while group_alive(pgid) and time.monotonic() < kill_deadline:
-            process.poll()  # reap the leader if it is the one left
-            time.sleep(0.02)
-    try:
-        return process.wait(timeout=10.0)
-    except subprocess.TimeoutExpired:
-        logger.error("server leader %d did not exit after SIGKILL", process.pid)
-        return None
-
-
-def _stop_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM process group ``pgid`` (not our child), SIGKILL it after ``grace_s``."""
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-
-
-def _die_with_parent():
-    """A ``preexec_fn`` giving the child a parent-death SIGTERM (Linux, main thread only)."""
-    if _LIBC is None or threading.current_thread() is not threading.main_thread():
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 class ServerManager:
@@ -331,20 +215,8 @@ class ServerManager:
             os.close(handle)
             self._log_path = Path(name)
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **(self.config.env or {})}
-        with open(self._log_path, "ab") as log:
-            log.write(f"\n=== crsp_ops: starting {' '.join(self.config.command)}\n".encode())
-            log.flush()
-            self._process = subprocess.Popen(  # noqa: S603 (argv from the user's config)
-                self.config.command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=self.config.cwd,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
+        self._process = launch_group(self.config.command, self._log_path, env=self.config.env,
+                                     cwd=self.config.cwd)
         _register(self)
         self._record(ServerRecord.of(self._process.pid, self.config.command, self._port()[1]))
         logger.info(
@@ -431,7 +303,7 @@ class ServerManager:
             # Its run is dead: whoever holds the output directory's lock is its only writer.
             logger.warning("stopping server pid %d left running by an earlier run: %s",
                            record.pid, " ".join(record.command))
-            _stop_group(record.pid, self.config.stop_grace_s)
+            stop_group(record.pid, self.config.stop_grace_s)
             host, _ = self._port()
             deadline = time.monotonic() + 5.0
             while port_is_listening(host, record.port) and time.monotonic() < deadline:
@@ -502,14 +374,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 __all__: Sequence[str] = (
-    "ServerConfig",
     "PortInUseError",
     "ServerDiedError",
     "ServerManager",
     "ServerStartupError",
     "free_port",
-    "group_alive",
     "probe_health",
     "read_log_tail",
-    "terminate_group",
 )
