@@ -35,7 +35,8 @@ from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType  # noqa: E402
 from crsp_ops.crsp.tasks.limo import load_limo_result, math_tasks, split_heldout  # noqa: E402
 from crsp_ops.crsp.trainer.evaluation import heldout_code_tasks, score_heldout  # noqa: E402
-from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer  # noqa: E402
+from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
+from crsp_ops.crsp.trainer.options import SelfPlaySettings  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402

@@ -37,7 +37,7 @@ from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay.episode import builtin_rewards, critique, propose, solve  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
-from crsp_ops.crsp.trainer.loop import (  # noqa: E402
+from crsp_ops.crsp.trainer.options import (  # noqa: E402
     SelfPlaySettings,
     episode_options,
     make_alpha_schedule_from,

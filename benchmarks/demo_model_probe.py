@@ -38,7 +38,7 @@ from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.rewards.solve import builtin_solve_rewards  # noqa: E402
 from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.trainer.evaluation import score_heldout  # noqa: E402
-from crsp_ops.crsp.trainer.loop import make_executor  # noqa: E402
+from crsp_ops.crsp.trainer.options import make_executor  # noqa: E402
 from crsp_ops.evaluation.intervals import proportion_interval  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
 from crsp_ops.evolve.inputs import load_pool_and_heldout  # noqa: E402

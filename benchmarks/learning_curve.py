@@ -71,11 +71,8 @@ from crsp_ops.crsp.trainer.learning_curve import (  # noqa: E402
     paired_gain,
     save_curve_figure,
 )
-from crsp_ops.crsp.trainer.loop import (  # noqa: E402
-    SelfPlaySettings,
-    SelfPlayTrainer,
-    make_executor,
-)
+from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
+from crsp_ops.crsp.trainer.options import SelfPlaySettings, make_executor  # noqa: E402
 from crsp_ops.crsp.user_task import tasks_from_rows  # noqa: E402
 from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402

@@ -44,11 +44,8 @@ from crsp_ops.crsp.rewards.solve import (  # noqa: E402
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
 from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.task_types import PromptTask  # noqa: E402
-from crsp_ops.crsp.trainer.loop import (  # noqa: E402
-    SelfPlaySettings,
-    SelfPlayTrainer,
-    make_executor,
-)
+from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
+from crsp_ops.crsp.trainer.options import SelfPlaySettings, make_executor  # noqa: E402
 from crsp_ops.crsp.user_task import user_reward_set  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402

@@ -77,7 +77,8 @@ def run_mode(args, mode: str) -> dict:
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.policy.generation import ServerGeneration
     from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
-    from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
+    from crsp_ops.crsp.trainer.options import SelfPlaySettings
 
     settings = bench_settings(args, mode)
     torch.manual_seed(settings.crsp.seed)

@@ -99,7 +99,8 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
     """Warm-up + ``args.steps`` CRSP steps; per-step seconds, tokens and sequences."""
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
-    from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
+    from crsp_ops.crsp.trainer.options import SelfPlaySettings
 
     tasks = bench_tasks(settings)
     sequences = len(tasks) * settings.train.solver_samples

@@ -66,16 +66,14 @@ def dataset_overrides(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Train and write the outputs; see the module docstring."""
-    from crsp_ops.atomic_io import atomic_write_json
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint
-    from crsp_ops.crsp.trainer.learning_curve import paired_gain
-    from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
+    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
+    from crsp_ops.crsp.trainer.options import SelfPlaySettings
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
-    from crsp_ops.models.comparison_keys import comparison_tags
     from crsp_ops.models.loading import load_causal_lm
-    from crsp_ops.models.model_ref import require_model, resolve_model_dir
+    from crsp_ops.models.model_ref import require_model
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
 
@@ -96,7 +94,40 @@ def run(args: argparse.Namespace) -> int:
         train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
     else:
         train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
-    base = root / args.model
+    name, tags = run_identity(settings, root / args.model, checkpoint, heldout_tasks)
+    tracking = (start_run("train", resolved, run_name=name, tags=tags)
+                if accelerator.is_main_process else nullcontext(NullTracker()))
+    with tracking as run_tracker:
+        tracker = StepProgress(run_tracker, total=settings.train.steps, desc="crsp train",
+                               enabled=accelerator.is_main_process)
+        if accelerator.is_main_process:
+            record_run(out, tracker)
+            tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
+            log_inputs(tracker, user_task.inputs if user_task else ())
+        trainer = SelfPlayTrainer(
+            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
+                                               settings.generation),
+            out_dir=out, tasks=train_tasks, heldout_tasks=heldout_tasks,
+            rewards=user_task.rewards if user_task else None, tracker=tracker,
+            accelerator=accelerator)
+        if checkpoint is not None:
+            trainer.resume(checkpoint)
+        result = trainer.train()
+        gain = write_summary(trainer, result, tracker, out)
+        tracker.close()
+    print(f"trained {result.steps_done} steps; model in {result.model_dir}")
+    if len(trainer.curve) >= 2:
+        print(describe_curve(trainer.curve[0], trainer.curve[-1], gain))
+    return 0
+
+
+def run_identity(settings, model_dir: Path, checkpoint: Path | None, heldout_tasks
+                 ) -> tuple[str, dict[str, str]]:
+    """The run's name and tags: algorithm, budget, seed and the base model it starts from."""
+    from crsp_ops.models.comparison_keys import comparison_tags
+    from crsp_ops.models.model_ref import resolve_model_dir
+
+    base = model_dir
     if checkpoint is not None and not (Path(resolve_model_dir(base)) / "config.json").is_file():
         base = checkpoint  # resumed without the base model at hand: tag what was loaded
     tags = {"crsp.algorithm": settings.train.algorithm_name,
@@ -107,39 +138,27 @@ def run(args: argparse.Namespace) -> int:
                     f"{settings.train.steps}steps")
     tags.update({"model.source": settings.model.source,
                  "budget.steps": str(settings.train.steps), "seed": str(settings.crsp.seed)})
-    tracking = (start_run("train", resolved, run_name=name, tags=tags)
-                if accelerator.is_main_process
-                else nullcontext(NullTracker()))
-    with tracking as run_tracker:
-        tracker = StepProgress(run_tracker, total=settings.train.steps, desc="crsp train",
-                               enabled=accelerator.is_main_process)
-        if accelerator.is_main_process:
-            record_run(out, tracker)
-            tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
-            log_inputs(tracker, user_task.inputs if user_task else ())
-        trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                             settings.generation),
-            out_dir=out, tasks=train_tasks, heldout_tasks=heldout_tasks,
-            rewards=user_task.rewards if user_task else None, tracker=tracker,
-            accelerator=accelerator)
-        if checkpoint is not None:
-            trainer.resume(checkpoint)
-        result = trainer.train()
-        gain = (paired_gain(trainer.heldout_verdicts[0], trainer.heldout_verdicts[-1])
-                if len(trainer.heldout_verdicts) >= 2 else None)
-        if accelerator.is_main_process:
-            summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
-            if gain is not None:  # the curve's first and last evaluation, task by task
-                tracker.log_metrics(gain.metrics(), step=result.steps_done)
-                summary.update(gain.metrics())
-            # beside the model directory: DVC tracks it as a metrics file of its own
-            atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
-        tracker.close()
-    print(f"trained {result.steps_done} steps; model in {result.model_dir}")
-    if len(trainer.curve) >= 2:
-        print(describe_curve(trainer.curve[0], trainer.curve[-1], gain))
-    return 0
+    return name, tags
+
+
+def write_summary(trainer, result, tracker, out: Path):
+    """``<out>.metrics.json`` (main process) and the paired held-out gain, when evaluated twice.
+
+    Returns the gain (``paired_gain`` of the first and last evaluation) or ``None``.
+    """
+    from crsp_ops.atomic_io import atomic_write_json
+    from crsp_ops.crsp.trainer.learning_curve import paired_gain
+
+    gain = (paired_gain(trainer.heldout_verdicts[0], trainer.heldout_verdicts[-1])
+            if len(trainer.heldout_verdicts) >= 2 else None)
+    if trainer.accelerator.is_main_process:
+        summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
+        if gain is not None:  # the curve's first and last evaluation, task by task
+            tracker.log_metrics(gain.metrics(), step=result.steps_done)
+            summary.update(gain.metrics())
+        # beside the model directory: DVC tracks it as a metrics file of its own
+        atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)
+    return gain
 
 
 def describe_curve(before, after, gain=None) -> str:

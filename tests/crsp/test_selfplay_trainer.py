@@ -9,7 +9,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.tasks.task_types import TaskType
 from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint, load_trainer_state
-from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer
+from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
+from crsp_ops.crsp.trainer.options import SelfPlaySettings
 from tests.crsp.conftest import ScriptedGeneration
 
 

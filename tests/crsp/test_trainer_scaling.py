@@ -122,24 +122,19 @@ def test_warmup_halves_the_first_learning_rate_and_dynamic_sampling_counts(
     assert metrics["dynamic_sampling/rounds"] <= 1
 
 
-def test_each_rank_writes_its_own_served_directory(tiny_model_dir, small_settings, tmp_path,
-                                                   monkeypatch):
+def test_each_rank_writes_its_own_served_directory(small_settings, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from crsp_ops.crsp.trainer import loop as selfplay_trainer
+    from crsp_ops.crsp.trainer import setup
 
-    trainer = _trainer(tiny_model_dir, small_settings("generation.backend=openai_server"),
-                       tmp_path)
+    settings = small_settings("generation.backend=openai_server")
     made = []
-    monkeypatch.setattr(selfplay_trainer, "ServerGeneration",
+    monkeypatch.setattr(setup, "ServerGeneration",
                         lambda model, tokenizer, **kwargs: made.append(kwargs))
-    real = trainer.accelerator
     for rank, processes in ((0, 1), (1, 2)):
-        trainer.accelerator = SimpleNamespace(num_processes=processes, process_index=rank,
-                                              unwrap_model=real.unwrap_model)
-        trainer._default_generation()
-    trainer.accelerator = real
-    trainer.close()
+        accelerator = SimpleNamespace(num_processes=processes, process_index=rank)
+        setup.make_generation(settings.generation, settings.train, accelerator, policy=None,
+                              exported=None, tokenizer=None, out_dir=tmp_path, step=0)
     assert [kwargs["weights_root"] for kwargs in made] == [tmp_path / "served",
                                                            tmp_path / "served" / "rank-1"]
 

@@ -24,7 +24,8 @@ from typing import Any
 from crsp_ops.atomic_io import atomic_write_jsonl
 from crsp_ops.config import load_settings
 from crsp_ops.crsp.rewards.functions import RewardFunction, load_reward_function
-from crsp_ops.crsp.trainer.loop import SelfPlaySettings, SelfPlayTrainer, TrainResult
+from crsp_ops.crsp.trainer.loop import SelfPlayTrainer, TrainResult
+from crsp_ops.crsp.trainer.options import SelfPlaySettings
 from crsp_ops.crsp.user_task import DatasetTasks, log_inputs, tasks_from_rows
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows
 from crsp_ops.models.loading import load_causal_lm

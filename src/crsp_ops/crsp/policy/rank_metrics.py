@@ -9,11 +9,17 @@ parameter sums of the ranks are gathered too: DDP keeps replicas identical, and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from accelerate.utils import gather_object
+
+logger = logging.getLogger(__name__)
+RANK_SUMMARY = ("rollouts/count", "response_tokens", "loss")  # each rank's own, in the log
+SUMMARY_KEYS = ("loss", "kl", "reward/solve/mean", "reward/propose/mean",
+                "reward/critique/mean", "perf/step_time_s")
 
 # Per-rank totals whose global value is the sum over ranks, not the mean.
 SUMMED = frozenset({"response_tokens", "trained_tokens", "rollouts/count", "rollouts/skipped",
@@ -68,3 +74,28 @@ def global_metrics(accelerator: Any, metrics: Mapping[str, float],
         reduced["ddp/param_sum_spread"] = max(sums) - min(sums)
     reduced["ddp/num_processes"] = float(accelerator.num_processes)
     return reduced
+
+
+def log_over_ranks(accelerator: Any, tracker: Any, step: int, metrics: Mapping[str, float],
+                   model: Any = None) -> None:
+    """Reduce ``metrics`` over the ranks (every rank calls it); the main process logs them.
+
+    With several processes each rank's own ``RANK_SUMMARY`` goes to its log first.
+    """
+    own = " ".join(f"{k}={metrics[k]:.6g}" for k in RANK_SUMMARY if k in metrics)
+    if own and accelerator.num_processes > 1:
+        logger.info("rank %d step %d local: %s", accelerator.process_index, step, own)
+    metrics = global_metrics(accelerator, metrics, model)
+    if metrics and accelerator.is_main_process:
+        tracker.log_metrics(metrics, step=step)
+        logger.info("step %d: %s", step, summary_line(metrics))
+
+
+def summary_line(metrics: Mapping[str, float]) -> str:
+    """The ``SUMMARY_KEYS`` present (all metrics when none is), for the log.
+
+    >>> summary_line({"loss": 0.5, "other": 1.0})
+    'loss=0.5'
+    """
+    return " ".join(f"{k}={metrics[k]:.4g}" for k in SUMMARY_KEYS if k in metrics) or \
+        " ".join(f"{k}={v:.4g}" for k, v in metrics.items())

@@ -7,7 +7,7 @@ measure only real staleness (a server serving older weights, or a second update 
 With in-process (on-policy) generation the first epoch's detached log-probs replace the
 sampler's: the ratio is exactly 1 there, with no second forward.
 
-Cost and memory (issue 15's profile): rows are sorted by length and packed into micro-batches
+Cost and memory: rows are sorted by length and packed into micro-batches
 of at most ``micro_batch_size`` rows and ``micro_batch_tokens`` padded tokens, so activation
 memory is bounded whatever the rollout lengths; the model computes logits only from the
 micro-batch's first response position on (``logits_to_keep``: prompt positions never reach the
@@ -25,9 +25,7 @@ A step whose advantages are all 0 on every rank (every group's rewards equal) ta
 optimizer step; its loss and metrics are still computed and logged (``update_skipped`` = 1).
 Its only gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which has zero mean
 under the sampling policy but is not zero on a finite sample, and Adam scales any nonzero
-gradient to a full-size step: on SmolLM2-135M one such step (2 correct rollouts, lr
-5e-5) moved every weight by the full learning rate and cut the well-formed share of 8 held-out
-answers from 0.88 to 0.25.
+gradient to a full-size step: every weight would move by the full learning rate on noise.
 
 Across ``accelerate`` processes the step is every rank's rollouts: each rank's loss is scaled
 by ``world_size * local / global`` (tokens, or rows per the aggregation) so that DDP's gradient
@@ -125,8 +123,7 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
 
 
 ACTIVATION_BUDGET = 2**23  # tokens × layers × hidden per micro-batch: ~0.5 GB float32 activations
-# On a CPU, cache-sized micro-batches are faster: the tiny model (4 × 128), one thread, 16 rows
-# of ~250 tokens took 1.18 s per forward/backward in one micro-batch, 0.81 s in four of 4 rows.
+# On a CPU, cache-sized micro-batches are faster than one large one.
 CPU_ACTIVATION_BUDGET = 2**19
 
 
@@ -282,35 +279,18 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         reference: the initial policy of the reference-KL term (``options.ref_kl_coef``).
 
     Returns:
-        ``{}`` when no rank had a rollout (no step taken). Otherwise metrics of the last epoch
-        (computed even when ``update_skipped`` is 1: every advantage of every rank was 0 and no
-        optimizer step was taken, see the module docstring):
-        ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``, ``clip_fraction``,
-        ``log_ratio_clamped_fraction``, ``advantage_abs_mean`` (ranks with rollouts only),
-        ``grad_norm`` (and ``ref_kl`` with a reference).
+        ``{}`` when no rank had a rollout. Otherwise the last epoch's ``loss``, ``kl``,
+        ``ratio_mean``, ``ratio_max``, ``clip_fraction``, ``log_ratio_clamped_fraction``,
+        ``grad_norm``, ``update_skipped`` (1: every advantage of every rank was 0, no step),
+        ``advantage_abs_mean`` (ranks with rollouts) and ``ref_kl`` with a reference.
     """
-    local_tokens = 0.0 if batch is None else float(batch.loss_mask.sum())
-    global_tokens = tokens_over_ranks(accelerator, local_tokens)
-    if global_tokens == 0:
+    shares = _rank_shares(accelerator, batch, options.loss_aggregation)
+    if shares is None:
         return {}
-    local = local_tokens
-    if options.loss_aggregation != "token_mean":  # rows with a loss token, over the ranks
-        local = 0.0 if batch is None else step_denominator(batch.loss_mask,
-                                                           options.loss_aggregation)
-    scale = accelerator.num_processes * local / (
-        global_tokens if options.loss_aggregation == "token_mean"
-        else tokens_over_ranks(accelerator, local))
+    scale, local = shares
     if reference is not None and options.ref_kl_coef == 0:
         reference = None
-    advantages = None
-    if batch is not None:
-        advantages = compute_advantages(options.algorithm, batch.episode_rewards,
-                                        list(baseline_groups), list(roles),
-                                        eps=options.advantage_eps)  # (B,)
-    training_rows = None if batch is None else batch.loss_mask.sum(1) > 0  # (B,)
-    skip = advantage_signal_over_ranks(
-        accelerator, None if advantages is None else advantages * training_rows) == 0
-    role_list = list(roles)
+    advantages, skip = _advantages(accelerator, batch, roles, baseline_groups, options)
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [] if batch is None else micro_batches(
         batch.attention_mask.sum(1).tolist(), options.micro_batch_size,
@@ -322,17 +302,11 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     for _ in range(options.update_epochs):
         optimizer.zero_grad(set_to_none=True)
         if batch is not None:
-            metrics = _one_pass(model, accelerator, batch, advantages, role_list, options,
+            metrics = _one_pass(model, accelerator, batch, advantages, list(roles), options,
                                 temperature, scale, groups, current, local, reference)
         for _ in range(idle):
             _idle_pass(model, accelerator, reference if options.lockstep else None)
-        if options.max_grad_norm > 0:  # sharded: torch's own clip, DTensor-aware
-            norm = (torch.nn.utils.clip_grad_norm_(params, options.max_grad_norm)
-                    if options.lockstep else
-                    accelerator.clip_grad_norm_(params, options.max_grad_norm))
-        else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-        metrics["grad_norm"] = as_float(norm)
+        metrics["grad_norm"] = _clip_gradients(accelerator, params, options)
         if skip:  # every rank agrees: the weights, hence later epochs, would not change
             break
         optimizer.step()
@@ -341,3 +315,49 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     if advantages is not None:
         metrics["advantage_abs_mean"] = float(advantages.abs().mean())
     return metrics
+
+
+def _rank_shares(accelerator: Any, batch: TrainingBatch | None, aggregation: str
+                 ) -> tuple[float, float] | None:
+    """``(loss scale, aggregation denominator)`` of this rank; ``None``: no rank has a token.
+
+    The scale ``world_size * local / global`` makes DDP's gradient average one aggregation
+    over every rank's rollouts.
+    """
+    local_tokens = 0.0 if batch is None else float(batch.loss_mask.sum())
+    global_tokens = tokens_over_ranks(accelerator, local_tokens)
+    if global_tokens == 0:
+        return None
+    local = local_tokens
+    if aggregation != "token_mean":  # rows with a loss token, over the ranks
+        local = 0.0 if batch is None else step_denominator(batch.loss_mask, aggregation)
+    scale = accelerator.num_processes * local / (
+        global_tokens if aggregation == "token_mean" else tokens_over_ranks(accelerator, local))
+    return scale, local
+
+
+def _advantages(accelerator: Any, batch: TrainingBatch | None, roles: Sequence[str],
+                baseline_groups: Sequence[Hashable], options: UpdateOptions
+                ) -> tuple[torch.Tensor | None, bool]:
+    """This rank's advantages ``(B,)`` and whether every rank's training rows have none."""
+    advantages = None
+    if batch is not None:
+        advantages = compute_advantages(options.algorithm, batch.episode_rewards,
+                                        list(baseline_groups), list(roles),
+                                        eps=options.advantage_eps)  # (B,)
+    training_rows = None if batch is None else batch.loss_mask.sum(1) > 0  # (B,)
+    skip = advantage_signal_over_ranks(
+        accelerator, None if advantages is None else advantages * training_rows) == 0
+    return advantages, skip
+
+
+def _clip_gradients(accelerator: Any, params: list[torch.Tensor], options: UpdateOptions
+                    ) -> float:
+    """Clip to ``max_grad_norm`` (when > 0) and return the gradient norm before clipping."""
+    if options.max_grad_norm > 0:  # sharded: torch's own clip, DTensor-aware
+        norm = (torch.nn.utils.clip_grad_norm_(params, options.max_grad_norm)
+                if options.lockstep else
+                accelerator.clip_grad_norm_(params, options.max_grad_norm))
+    else:
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    return as_float(norm)

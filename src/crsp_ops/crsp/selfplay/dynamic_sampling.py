@@ -15,11 +15,17 @@ why the option is off by default (docs/scaling.md).
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from crsp_ops.crsp.selfplay.episode import RoleSample
+from crsp_ops.crsp.rewards.functions import RewardState
+from crsp_ops.crsp.rewards.solve import RewardSet
+from crsp_ops.crsp.selfplay.episode import Episode, EpisodeOptions, RoleSample, solve
+from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
+from crsp_ops.crsp.tasks.task_types import TaskType
+from crsp_ops.inference.backend import GenerationBackend
 
 SolveMore = Callable[[list[str], int], list[RoleSample]]  # (task types, round) -> solve samples
 
@@ -91,3 +97,20 @@ def refill(samples: Sequence[RoleSample], solve_more: SolveMore, *,
                 kept.extend(group)
     counters["unfilled"] = float(len(missing))
     return kept, {f"dynamic_sampling/{key}": value for key, value in counters.items()}
+
+
+def refill_episode(episode: Episode, backend: GenerationBackend, buffers: TaskBuffers,
+                   options: EpisodeOptions, rewards: RewardSet, state: RewardState, *,
+                   seed: int, rng: random.Random, max_rounds: int) -> Episode:
+    """``episode`` with its flat solve groups replaced by groups of more buffer tasks.
+
+    Round ``r`` samples with ``seed + 1000 * (r + 1)``; the counters join the episode's.
+    """
+    def solve_more(task_types: list[str], round_index: int) -> list[RoleSample]:
+        tasks = [buffers.sample(TaskType(name), 1, rng)[0] for name in task_types]
+        samples, _ = solve(backend, tasks, options, rewards, state,
+                           seed + 1_000 * (round_index + 1))
+        return samples
+
+    samples, counters = refill(episode.samples, solve_more, max_rounds=max_rounds)
+    return replace(episode, samples=tuple(samples), counters={**episode.counters, **counters})

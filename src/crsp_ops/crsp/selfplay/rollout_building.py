@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from crsp_ops.crsp.rewards.formulas import last_token_rewards
 from crsp_ops.crsp.rl.advantages import baseline_group
+from crsp_ops.crsp.rl.update import mask_rows, truncated_rows
 from crsp_ops.crsp.selfplay.episode import RoleSample
 from crsp_ops.inference.context import InferenceContext
-from crsp_ops.inference.rollouts import Rollout
+from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
 logger = logging.getLogger(__name__)
 
@@ -56,3 +57,26 @@ def build_rollouts(samples: Sequence[RoleSample], context: InferenceContext, *,
         task_index = sample.info.get("task_index") if sample.role == "solve" else None
         groups.append(baseline_group(sample.task_type, task_index, baseline))
     return StepRollouts(tuple(rollouts), tuple(roles), tuple(groups), skipped)
+
+
+def training_batch(samples: Sequence[RoleSample], context: InferenceContext, *, baseline: str,
+                   pad_id: int, mask_truncated: bool
+                   ) -> tuple[StepRollouts, TrainingBatch | None, dict[str, float]]:
+    """A step's rollouts, their padded batch (``None`` without any) and the rollout counts.
+
+    With ``mask_truncated`` the rows whose completion hit its token budget keep their reward
+    in the advantage baseline but train nothing.
+    """
+    step = build_rollouts(samples, context, baseline=baseline)
+    context_stats = {f"context/{k}": float(v) for k, v in context.stats().items()}
+    context.reset_stats()
+    truncated = truncated_rows(samples, [(r.env_name, r.env_example_id) for r in step.rollouts])
+    counts = {"rollouts/count": float(len(step.rollouts)),
+              "rollouts/skipped": float(step.skipped), **context_stats,
+              "rollouts/truncated": float(len(truncated))}
+    batch = None
+    if step.rollouts:
+        batch = TrainingBatch.from_rollouts(step.rollouts, pad_token_id=pad_id)
+        if mask_truncated:
+            batch = mask_rows(batch, truncated)
+    return step, batch, counts

@@ -8,17 +8,15 @@ the format stated in a system message, one short worked example (a user turn and
 assistant's answer in the format), the task, and the assistant turn already opened with
 ``<think>`` (a prefill the backends continue; ``hf_chat``). The response therefore starts
 inside the thinking block; :func:`solve_response` puts the prefill back before parsing.
-SmolLM2-135M-Instruct at temperature 1 wrote 0 of 20 well-formed solve responses with the
-user turn alone and about half with this conversation (``benchmarks/crsp_solve_format.py``).
+(``benchmarks/crsp_solve_format.py`` measures the share of well-formed solve responses.)
 The proposer's conversation has the same shape (format in the system message, one worked
 proposal of the requested type, the request, ``<think>`` prefill); :func:`propose_response`
 puts its prefill back (``benchmarks/crsp_role_format.py`` measures every role).
 
 With ``scaffold`` (``train.propose_scaffold``) the proposer's turn is prefilled further: a fixed
 thinking sentence, ``</think><answer>`` and the opened program block, so the model writes only
-the blocks. The proposer's thinking earns no reward, and a small model spends its budget there:
-SmolLM2-135M-Instruct wrote 5 of 24 well-formed step-0 proposals with the ``<think>`` prefill
-and 13 of 24 with the scaffold (``configs/smollm2``).
+the blocks. The proposer's thinking earns no reward, and a small model would spend its token
+budget there instead of on the program.
 """
 
 from __future__ import annotations

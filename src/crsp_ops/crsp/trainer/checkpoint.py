@@ -1,5 +1,8 @@
 """Checkpoints of a self-play run: HF model dir + ``trainer_state.pt``, newest N kept.
 
+``TrainerCheckpoints`` is the loop's checkpoint hook (save, resume); the functions below it
+write and read one checkpoint.
+
 With LoRA the HF directory holds the frozen base weights and ``adapter/`` the PEFT adapter
 (``peft_setup``); ``--resume`` loads the first as the model and restores the second.
 
@@ -11,6 +14,7 @@ state, step, task buffers, and the Python and torch RNG states.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shutil
@@ -20,8 +24,102 @@ from typing import Any
 
 import torch
 
+from crsp_ops.config.errors import ConfigError
+from crsp_ops.crsp.policy.generation import ServerGeneration
+from crsp_ops.crsp.policy.peft_setup import load_adapter, save_adapter, save_hf_model
+from crsp_ops.crsp.policy.sharding import (
+    OPTIMIZER_FORMAT,
+    full_optimizer_state,
+    full_state,
+    load_full_optimizer_state,
+    load_full_weights,
+)
+from crsp_ops.crsp.trainer.learning_curve import CurvePoint
+from crsp_ops.crsp.trainer.options import schedule_record
+
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "trainer_state.pt"
+logger = logging.getLogger(__name__)
+
+
+class TrainerCheckpoints:
+    """The loop's checkpoint hook: save and resume ``SelfPlayTrainer``.
+
+    A mixin: it reads and restores the loop's ``model``, ``optimizer``, ``buffers``, ``rng``,
+    ``step``, ``solve_samples``, ``curve`` and ``generation``.
+    """
+
+    def gathered_weights(self) -> dict[str, torch.Tensor] | None:
+        """Sharded: the full state dict on rank 0 (a collective); otherwise ``None``."""
+        return full_state(self.model, rank0_only=True) if self.sharded else None
+
+    def save_checkpoint(self) -> Path | None:
+        """Write the checkpoint of the completed steps (main process; every rank calls it).
+
+        Sharded: the full model and optimizer state are gathered to rank 0 first.
+        """
+        self.accelerator.wait_for_everyone()
+        if self.step == 0:
+            return None
+        weights = self.gathered_weights()
+        optimizer_state = full_optimizer_state(self.model, self.optimizer) \
+            if self.sharded else None
+        if not self.accelerator.is_main_process:
+            return None
+        state = {"step": self.step,
+                 "optimizer": optimizer_state if self.sharded else self.optimizer.state_dict(),
+                 "optimizer_format": OPTIMIZER_FORMAT if self.sharded else "torch",
+                 "buffers": self.buffers.state(), "rng": rng_state(self.rng),
+                 "solve_samples": self.solve_samples,
+                 "curve": [point.to_row() for point in self.curve],
+                 "schedules": schedule_record(self.settings)}
+        model = self.unwrapped_model
+        return save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
+                               keep=self.settings.train.keep_checkpoints,
+                               save_model=lambda staging: (
+                                   save_hf_model(model, staging, merged=False, state=weights),
+                                   save_adapter(model, staging, state=weights,
+                                                merged=self.settings.train.lora_save_merged)))
+
+    def resume(self, checkpoint: str | Path | None = None) -> int:
+        """Restore optimizer, step, buffers, RNG and a LoRA adapter from ``checkpoint``.
+
+        ``checkpoint`` defaults to the latest. The model's base weights are loaded by whoever
+        built the model (from the same directory); a LoRA adapter from its ``adapter/``.
+
+        Returns:
+            The step to continue after (0 when there is no checkpoint).
+
+        Raises:
+            ConfigError: the schedule settings or the sharding differ from the checkpoint's
+                run (``check_resumable``).
+        """
+        checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(self.out_dir)
+        if checkpoint is None:
+            return 0
+        state = load_trainer_state(checkpoint)
+        check_resumable(checkpoint, state, schedule_record(self.settings), sharded=self.sharded,
+                        sharded_format=OPTIMIZER_FORMAT)
+        load_adapter(self.unwrapped_model, checkpoint,
+                     load_full=load_full_weights if self.sharded else None)
+        if self.sharded:
+            load_full_optimizer_state(self.model, self.optimizer, state["optimizer"])
+            self.replica.refresh(self.model)  # the restored adapter, merged
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
+        self.buffers.load_state(state["buffers"])
+        restore_rng(state["rng"], self.rng)
+        self.step = int(state["step"])
+        self.solve_samples = int(state.get("solve_samples", 0))
+        self.curve = [CurvePoint.from_row(row) for row in state.get("curve", [])]
+        if self.accelerator.process_index:  # the checkpoint holds rank 0's RNG: others derive
+            self.rng.seed(f"{self.settings.crsp.seed}:{self.step}:{self.accelerator.process_index}")
+        if self._own_generation and isinstance(self.generation, ServerGeneration):
+            self.generation.close()  # it serves the weights before the adapter was restored
+            self.generation = self._default_generation()  # labelled with the resumed step
+        self.generation.policy_step = self.step  # policy_lag continues from the resumed step
+        logger.info("resumed from %s at step %d", checkpoint, self.step)
+        return self.step
 
 
 def checkpoint_path(out_dir: Path, step: int) -> Path:
@@ -101,3 +199,30 @@ def load_trainer_state(checkpoint: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{checkpoint} is not a complete checkpoint (no {STATE_FILE})")
     return torch.load(path, weights_only=True)
+
+
+def check_resumable(checkpoint: Path, state: Mapping[str, Any], schedules: Mapping[str, Any],
+                    *, sharded: bool, sharded_format: str) -> None:
+    """Refuse a resume that would shift the schedules or change the sharding.
+
+    Args:
+        checkpoint: the checkpoint directory (for the message).
+        state: its ``trainer_state.pt``.
+        schedules: ``options.schedule_record`` of the settings resumed with.
+        sharded: whether this run shards its policy.
+        sharded_format: the ``optimizer_format`` a sharded run writes.
+
+    Raises:
+        ConfigError: the schedule settings or the sharding differ from the checkpoint's run.
+    """
+    recorded = state.get("schedules")
+    if recorded is not None and recorded != schedules:
+        changed = {k: (recorded.get(k), schedules.get(k)) for k in {*recorded, *schedules}
+                   if recorded.get(k) != schedules.get(k)}
+        raise ConfigError(f"{checkpoint}: resuming with other schedule settings would shift "
+                          f"the alpha/lr schedules (checkpoint vs now: {changed}); resume "
+                          f"with the run's train.steps, reward.alpha_* and train.lr_*")
+    if sharded != (state.get("optimizer_format") == sharded_format):
+        raise ConfigError(f"{checkpoint} was written by a "
+                          f"{'sharded' if not sharded else 'replicated'} run: resume "
+                          f"with the run's train.sharding (and accelerate config)")

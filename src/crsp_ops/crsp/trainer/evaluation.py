@@ -5,6 +5,9 @@ The tasks are code tasks never in the buffers, held-out math rows, or held-out d
 
 The code tasks' truths are not written down: ``heldout_code_tasks`` runs each program in the
 sandbox and records what it returns, exactly as proposals become tasks.
+
+``HeldoutEvaluation`` is the loop's evaluation hook: each evaluation is a point of the run's
+learning curve.
 """
 
 from __future__ import annotations
@@ -16,9 +19,16 @@ import numpy as np
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.rewards.functions import RewardState
-from crsp_ops.crsp.rewards.solve import RewardSet, reward_call
+from crsp_ops.crsp.rewards.solve import RewardSet, at_alphas, reward_call
 from crsp_ops.crsp.tasks import SolutionCheck, solve_messages
-from crsp_ops.crsp.tasks.task_types import CodeTask, Task, TaskType, task_family
+from crsp_ops.crsp.tasks.task_types import (
+    CODE_TASK_TYPES,
+    CodeTask,
+    Task,
+    TaskType,
+    task_family,
+)
+from crsp_ops.crsp.trainer.learning_curve import curve_point
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.completions import SamplingParams
@@ -143,3 +153,32 @@ def heldout_metrics(tasks: Sequence[Task], checks: Sequence[SolutionCheck]) -> d
                  {"solve_rate_well_formed": 0.0})
     rates["heldout_tasks"] = float(len(tasks))
     return rates
+
+
+class HeldoutEvaluation:
+    """The loop's evaluation hook for ``SelfPlayTrainer``.
+
+    A mixin: it reads the loop's ``episode_options``, ``executor``, ``heldout_tasks``,
+    ``generation``, ``solve_rewards`` and ``step``, and appends to its ``curve`` and
+    ``heldout_verdicts``.
+    """
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy held-out scores: ``eval/solve_rate/<type>`` and ``eval/reward/<name>``.
+
+        Each with its 95% interval; each evaluation is also a point of the run's learning
+        curve, and its per-task verdicts are kept in ``heldout_verdicts``.
+        """
+        types = [t for t in self.episode_options.problem_types if t in CODE_TASK_TYPES]
+        tasks: list[Task] = [*heldout_code_tasks(self.executor, types), *self.heldout_tasks]
+        self.unwrapped_model.eval()
+        step = max(self.step, 1)
+        scores = score_heldout(
+            self.generation.backend, tasks, at_alphas(self.solve_rewards, self.alphas(step)),
+            RewardState(self.step, self.settings.train.steps),
+            max_new_tokens=self.settings.train.max_new_tokens_solve)
+        if "all" in scores.metrics:
+            self.curve.append(curve_point(self.step, self.solve_samples, scores.metrics))
+            self.heldout_verdicts.append([check.correct for check in scores.checks])
+        return {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}": value
+                for name, value in scores.metrics.items()}

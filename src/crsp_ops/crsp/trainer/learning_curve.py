@@ -38,6 +38,12 @@ class CurvePoint:
             self.well_formed_ci)
         return row
 
+    @classmethod
+    def from_row(cls, row: Mapping) -> CurvePoint:
+        """The point ``to_row`` wrote."""
+        return cls(**{**row, "solve_rate_ci": tuple(row["solve_rate_ci"]),
+                      "well_formed_ci": tuple(row["well_formed_ci"])})
+
 
 def curve_point(step: int, samples: int, metrics: Mapping[str, float]) -> CurvePoint:
     """A point from ``crsp.heldout.heldout_metrics`` output.

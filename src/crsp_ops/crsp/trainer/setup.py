@@ -1,0 +1,97 @@
+"""What the loop trains and samples from: the prepared policy, its optimizer, its generation.
+
+``prepare_policy_parts`` applies LoRA / activation checkpointing, makes the reference policy
+(when a reference KL is on), shards with FSDP2 when asked (generation then runs on a gathered
+replica) and builds AdamW through ``accelerate``. ``make_generation`` picks the backend the
+policy samples from: the trained model in process, or a served engine fed its weights.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from crsp_ops.config.selfplay_config import TrainSettings
+from crsp_ops.config.steering_config import GenerationSettings
+from crsp_ops.crsp.policy.accelerator import require_replicated
+from crsp_ops.crsp.policy.generation import (
+    InProcessGeneration,
+    PolicyGeneration,
+    ServerGeneration,
+)
+from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy
+from crsp_ops.crsp.policy.sharding import (
+    GenerationReplica,
+    local_parameters,
+    require_distributed,
+    shard_policy,
+    sharding_requested,
+)
+from crsp_ops.crsp.rl.reference_kl import ReferencePolicy
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PolicyParts:
+    """The trained policy and what goes with it."""
+
+    model: Any  # accelerate-prepared (or FSDP2-sharded) policy
+    optimizer: Any
+    reference: ReferencePolicy | None  # the initial policy of the reference KL
+    replica: GenerationReplica | None  # sharded: the full weights generation runs on
+    trainable_params: int
+    total_params: int
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the policy is FSDP2-sharded."""
+        return self.replica is not None
+
+
+def prepare_policy_parts(model: Any, train: TrainSettings, accelerator: Any) -> PolicyParts:
+    """LoRA, reference, sharding and optimizer, in the order their RNG draws and copies need.
+
+    Raises:
+        ConfigError: sharding without a distributed launch, or DeepSpeed (one line, exit 2).
+    """
+    sharded = sharding_requested(train.sharding)
+    if sharded:
+        require_distributed()  # before the replica's copy
+    else:
+        require_replicated(accelerator)
+    replica = GenerationReplica(model, accelerator.device) if sharded else None  # before LoRA
+    model = prepare_policy(model, train)  # LoRA / activation checkpointing
+    trainable, total = parameter_counts(model)
+    # the initial policy: the adapter switched off, or a frozen copy (before any update)
+    reference = ReferencePolicy(model).to(accelerator.device) if train.ref_kl_coef > 0 else None
+    if sharded:
+        model = shard_policy(model.to(accelerator.device), accelerator.device)
+        logger.info("rank %d holds %d of %d parameters (FSDP2)", accelerator.process_index,
+                    local_parameters(model), total)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=train.learning_rate, weight_decay=train.weight_decay)
+    if not sharded:
+        model, optimizer = accelerator.prepare(model, optimizer)
+    return PolicyParts(model, optimizer, reference, replica, trainable, total)
+
+
+def make_generation(generation: GenerationSettings, train: TrainSettings, accelerator: Any, *,
+                    policy: Any, exported: Any, tokenizer: Any, out_dir: Path,
+                    step: int) -> PolicyGeneration:
+    """The configured backend: a served engine fed ``exported``, or ``policy`` in process."""
+    if generation.backend == "openai_server":
+        served = Path(out_dir) / "served"  # one directory per rank: no two writers
+        if accelerator.num_processes > 1:
+            served = served / f"rank-{accelerator.process_index}"
+        return ServerGeneration(exported, tokenizer, weights_root=served, generation=generation,
+                                rank=accelerator.process_index,
+                                reload_interval=train.server_reload_interval, step=step)
+    device = accelerator.device  # cpu:N under a multi-CPU (gloo) launch: just "cpu"
+    return InProcessGeneration(policy, tokenizer,
+                               device="cpu" if device.type == "cpu" else str(device),
+                               batch_size=generation.batch_size)
