@@ -2,13 +2,11 @@ import pytest
 
 from crsp_ops.crsp.rewards.formulas import (
     CreativityEvaluation,
-    CRSPReward,
     critique_reward,
     format_rule_reward,
     last_token_rewards,
     learnability_reward,
     length_reward,
-    solve_reward,
 )
 
 
@@ -41,17 +39,15 @@ def test_length_reward_rejects_negative_length():
         length_reward(-1, max_length=1, penalty_threshold=2)
 
 
-def test_solve_and_critique_rewards_hand_values():
-    assert solve_reward(1.0, 0.25, 0.8) == pytest.approx(0.85)
-    assert solve_reward(0.0, 1.0, 0.3) == pytest.approx(0.7)
+def test_critique_reward_hand_values():
     assert critique_reward(1.0, 0.5, 0.6) == pytest.approx(0.8)
     assert critique_reward(0.0, 0.9, 0.1) == pytest.approx(0.81)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.1, float("nan")])
 def test_role_rewards_reject_out_of_range(bad):
-    with pytest.raises(ValueError, match="alpha_s"):
-        solve_reward(1.0, 1.0, bad)
+    with pytest.raises(ValueError, match="alpha_c"):
+        critique_reward(1.0, 1.0, bad)
     with pytest.raises(ValueError, match="creativity"):
         critique_reward(1.0, bad, 0.5)
 
@@ -82,15 +78,6 @@ def test_token_vector_puts_the_sequence_reward_on_the_last_token():
     assert last_token_rewards(1, -1.0) == [-1.0]
     with pytest.raises(ValueError, match="response_length"):
         last_token_rewards(0, 0.3)
-
-
-def test_crsp_reward_record():
-    reward = CRSPReward(correctness=1.0, length_score=0.5, creativity_score=0.4,
-                        agreement_score=0.0, alpha_s=0.8, alpha_c=0.6)
-    assert reward.compute_solve_reward() == pytest.approx(0.9)
-    assert reward.compute_critique_reward() == pytest.approx(0.16)
-    with pytest.raises(ValueError, match="alpha_c"):
-        CRSPReward(1.0, 1.0, 1.0, 1.0, 0.5, 2.0)
 
 
 def test_creativity_evaluation_format_flag():

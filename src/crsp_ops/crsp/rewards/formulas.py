@@ -1,6 +1,7 @@
-"""CRSP reward functions: solve, critique, length, learnability and the format rule.
+"""CRSP reward formulas: critique, length, learnability and the format rule.
 
-All are pure functions of plain numbers. Bounded forms chosen where the seed is silent:
+All are pure functions of plain numbers (the solver's alpha-weighted reward is a ``RewardSet``
+in ``rewards.solve``). Bounded forms chosen where the seed is silent:
 
 * ``length_reward`` is 1 up to ``max_length`` tokens, decays linearly to 0 at
   ``penalty_threshold`` and stays 0 beyond: bounded in [0, 1] and non-increasing in length.
@@ -54,30 +55,6 @@ def length_reward(num_tokens: int, *, max_length: int, penalty_threshold: int) -
     if num_tokens >= penalty_threshold:
         return 0.0
     return (penalty_threshold - num_tokens) / (penalty_threshold - max_length)
-
-
-def solve_reward(correctness: float, length_score: float, alpha_s: float) -> float:
-    """``r_solve = alpha_s·correctness + (1 − alpha_s)·length_score``.
-
-    Args:
-        correctness: 1.0 if the answer is right, else 0.0 (or a partial score in [0, 1]). For
-            math tasks "right" is ``tasks.answers.math_answer_correct``: normalised equality,
-            or ``evaluation.correctness.grade`` with the task's question for numeric truths
-            (committed figure, question units and precision; refusals and several
-            uncommitted values are wrong).
-        length_score: ``length_reward`` of the response, in [0, 1].
-        alpha_s: weight of correctness, in [0, 1].
-
-    Returns:
-        The solver's role reward, in [0, 1].
-
-    >>> solve_reward(1.0, 0.5, 0.8)
-    0.9
-    """
-    for name, value in (("correctness", correctness), ("length_score", length_score),
-                        ("alpha_s", alpha_s)):
-        _check_unit(name, value)
-    return alpha_s * correctness + (1.0 - alpha_s) * length_score
 
 
 def critique_reward(agreement: float, creativity: float, alpha_c: float) -> float:
@@ -161,31 +138,6 @@ def last_token_rewards(response_length: int, reward: float) -> list[float]:
     rewards = [0.0] * response_length
     rewards[-1] = reward
     return rewards
-
-
-@dataclass(frozen=True)
-class CRSPReward:
-    """The ingredients of one solve/critique pair's rewards under the current alphas."""
-
-    correctness: float  # solver answer right (1) or wrong (0)
-    length_score: float  # length_reward of the solver response
-    creativity_score: float  # thinking-effort grade of the critique's reasoning
-    agreement_score: float  # critique verdict matches the executor (1) or not (0)
-    alpha_s: float  # weight of correctness in r_solve
-    alpha_c: float  # weight of agreement in r_critique
-
-    def __post_init__(self) -> None:
-        for name in ("correctness", "length_score", "creativity_score", "agreement_score",
-                     "alpha_s", "alpha_c"):
-            _check_unit(name, getattr(self, name))
-
-    def compute_solve_reward(self) -> float:
-        """``alpha_s·correctness + (1 − alpha_s)·length_score``."""
-        return solve_reward(self.correctness, self.length_score, self.alpha_s)
-
-    def compute_critique_reward(self) -> float:
-        """``alpha_c·agreement + (1 − alpha_c)·creativity``."""
-        return critique_reward(self.agreement_score, self.creativity_score, self.alpha_c)
 
 
 @dataclass(frozen=True)
