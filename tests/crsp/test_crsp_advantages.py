@@ -14,13 +14,13 @@ REWARDS = torch.tensor([1.0, 0.0, 0.5, 1.0, 2.0], dtype=torch.float64)
 
 
 def test_centred_per_task_type_and_role():
-    advantages = task_relative_advantages(REWARDS, TYPES, ROLES, whiten=False, eps=1e-6)
+    advantages = task_relative_advantages(REWARDS, TYPES, ROLES, scale="none", eps=1e-6)
     expected = torch.tensor([0.5, -0.5, -0.25, 0.25, 0.0], dtype=torch.float64)
     torch.testing.assert_close(advantages, expected)
 
 
 def test_whitened_per_task_type_and_role():
-    advantages = task_relative_advantages(REWARDS, TYPES, ROLES, whiten=True, eps=1e-6)
+    advantages = task_relative_advantages(REWARDS, TYPES, ROLES, scale="group", eps=1e-6)
     expected = torch.tensor([1.0, -1.0, -1.0, 1.0, 0.0], dtype=torch.float64)
     torch.testing.assert_close(advantages, expected)
 
@@ -29,33 +29,33 @@ def test_same_task_type_different_roles_get_separate_baselines():
     rewards = torch.tensor([1.0, 3.0, 10.0, 30.0])
     advantages = task_relative_advantages(rewards, ["math"] * 4,
                                           ["solve", "solve", "critique", "critique"],
-                                          whiten=False, eps=1e-6)
+                                          scale="none", eps=1e-6)
     torch.testing.assert_close(advantages, torch.tensor([-1.0, 1.0, -10.0, 10.0]))
 
 
 def test_singleton_groups_get_zero_advantage():
     advantages = task_relative_advantages(torch.tensor([5.0, -3.0]), ["a", "b"],
-                                          ["solve", "solve"], whiten=True, eps=1e-6)
+                                          ["solve", "solve"], scale="group", eps=1e-6)
     torch.testing.assert_close(advantages, torch.zeros(2))
 
 
 def test_zero_and_tiny_sigma_do_not_blow_up():
     equal = task_relative_advantages(torch.full((4,), 0.7), ["a"] * 4, ["solve"] * 4,
-                                     whiten=True, eps=1e-6)
+                                     scale="group", eps=1e-6)
     torch.testing.assert_close(equal, torch.zeros(4))
     tiny = task_relative_advantages(torch.tensor([1.0, 1.0 + 1e-9], dtype=torch.float64),
-                                    ["a", "a"], ["solve", "solve"], whiten=True, eps=1e-6)
+                                    ["a", "a"], ["solve", "solve"], scale="group", eps=1e-6)
     assert torch.isfinite(tiny).all() and tiny.abs().max() < 1e-8
 
 
 def test_rejects_bad_inputs():
     with pytest.raises(ValueError, match="one of each"):
-        task_relative_advantages(torch.zeros(3), ["a"] * 2, ["s"] * 3, whiten=False, eps=1e-6)
+        task_relative_advantages(torch.zeros(3), ["a"] * 2, ["s"] * 3, scale="none", eps=1e-6)
     with pytest.raises(ValueError, match="NaN"):
         task_relative_advantages(torch.tensor([float("nan"), 1.0]), ["a"] * 2, ["s"] * 2,
-                                 whiten=False, eps=1e-6)
+                                 scale="none", eps=1e-6)
     with pytest.raises(ValueError, match="eps"):
-        task_relative_advantages(torch.zeros(2), ["a"] * 2, ["s"] * 2, whiten=False, eps=0)
+        task_relative_advantages(torch.zeros(2), ["a"] * 2, ["s"] * 2, scale="none", eps=0)
 
 
 def test_group_indices_order():
@@ -82,8 +82,8 @@ def test_task_baseline_compares_answers_within_a_task():
     per_type = [baseline_group("math", t, "task_type") for t in tasks]
     per_task = [baseline_group("math", t, "task") for t in tasks]
     roles = ["solve"] * 4
-    by_type = task_relative_advantages(rewards, per_type, roles, whiten=False, eps=1e-6)
-    by_task = task_relative_advantages(rewards, per_task, roles, whiten=False, eps=1e-6)
+    by_type = task_relative_advantages(rewards, per_type, roles, scale="none", eps=1e-6)
+    by_task = task_relative_advantages(rewards, per_task, roles, scale="none", eps=1e-6)
     torch.testing.assert_close(by_type, torch.tensor([0.875, 0.875, -0.625, -1.125]))
     torch.testing.assert_close(by_task, torch.tensor([0.0, 0.0, 0.25, -0.25]))
 

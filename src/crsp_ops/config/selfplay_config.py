@@ -152,6 +152,8 @@ class TrainSettings:
     lr_schedule: str  # "constant" | "linear" | "cosine"
     lr_warmup_steps: int
     sharding: str  # "none" | "fsdp2" (crsp.sharding)
+    preset: str  # "none" | "crsp" | "grpo" | "dapo" | "dr_grpo" (config.train_presets)
+    scale_rewards: str  # "auto" | "group" | "batch" | "none" (rl.advantages)
 
     def __post_init__(self) -> None:
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:

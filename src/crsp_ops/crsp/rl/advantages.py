@@ -4,14 +4,17 @@ Every sample is one (task type, role) pair — e.g. (code_i, solve) or (math, cr
 rewards of different pairs live on different scales (learnability vs correctness vs agreement),
 so each pair gets its own baseline, as in Absolute Zero's TRR++:
 
-* centred (TR-RPG): ``A = r − mean_group(r)``, in reward units, so the per-role beta of the KL
-  term keeps its meaning;
-* whitened (TRR++): ``A = (r − mean_group) / std_group``.
+* centred (TR-RPG; ``scale="none"``): ``A = r − mean_group(r)``, in reward units, so the
+  per-role beta of the KL term keeps its meaning;
+* whitened (TRR++, GRPO; ``scale="group"``): ``A = (r − mean_group) / std_group``;
+* ``scale="batch"``: ``A = (r − mean_group) / std_role``, the standard deviation of every reward
+  of the role in the step (TRL's ``scale_rewards="batch"``).
 
 Guards: a group of one has no baseline but its own reward, so its advantage is 0 (it carries
-no learning signal rather than a made-up one); when ``std_group < eps`` (all rewards equal up
-to noise) the centred value is returned unscaled instead of dividing by ~0. Standard deviation
-is the population one (``unbiased=False``), defined for groups of two.
+no learning signal rather than a made-up one); when the standard deviation is below ``eps`` (all
+rewards equal up to noise) the centred value is returned unscaled instead of dividing by ~0.
+Standard deviations are the population ones (``unbiased=False``), defined for groups of two
+(TRL divides by the sample one plus 1e-4: a constant factor per group size).
 
 Which samples share a baseline is ``train.advantage_baseline`` (:func:`baseline_group`):
 ``task_type`` (the seed's and AZR's task-relative baseline: every sample of one task type and
@@ -27,9 +30,11 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
+SCALE_MODES = ("group", "batch", "none")  # train.scale_rewards (besides auto)
+
 
 def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashable],
-                             roles: Sequence[Hashable], *, whiten: bool, eps: float
+                             roles: Sequence[Hashable], *, scale: str, eps: float
                              ) -> torch.Tensor:
     """Sequence-level advantages with one baseline per (task type, role) group.
 
@@ -38,14 +43,14 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         task_types: baseline group of each sample (``B`` items): its task type, or its task
             (``baseline_group``).
         roles: role of each sample (``B`` items): "propose", "solve" or "critique".
-        whiten: divide by the group's standard deviation (TRR++) or only centre (TR-RPG).
+        scale: ``group``, ``batch`` or ``none`` (see the module docstring).
         eps: standard deviations below this are treated as zero (> 0).
 
     Returns:
         Advantages, shape ``(B,)``, same dtype as ``rewards``.
 
     >>> task_relative_advantages(torch.tensor([1., 0., 5.]), ["code_i"] * 3,
-    ...                          ["solve", "solve", "propose"], whiten=False, eps=1e-6)
+    ...                          ["solve", "solve", "propose"], scale="none", eps=1e-6)
     tensor([ 0.5000, -0.5000,  0.0000])
     """
     if rewards.dim() != 1:
@@ -55,20 +60,30 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
                          f"{len(roles)} roles: give one of each per sample")
     if eps <= 0:
         raise ValueError(f"eps must be > 0, got {eps}")
+    if scale not in SCALE_MODES:
+        raise ValueError(f"scale must be one of {SCALE_MODES}, got {scale!r}")
     if not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf; fix the reward function first")
+    role_std = _role_stds(rewards, roles) if scale == "batch" else {}
     advantages = torch.zeros_like(rewards)
-    for indices in group_indices(task_types, roles).values():
+    for (_, role), indices in group_indices(task_types, roles).items():
         if len(indices) < 2:
             continue  # singleton: no baseline but itself, advantage stays 0
         index = torch.tensor(indices, device=rewards.device)
         group = rewards[index]  # (G,)
         centred = group - group.mean()
-        std = group.std(unbiased=False)
-        if whiten and std >= eps:
+        std = group.std(unbiased=False) if scale == "group" else role_std.get(role)
+        if std is not None and std >= eps:
             centred = centred / std
         advantages[index] = centred
     return advantages
+
+
+def _role_stds(rewards: torch.Tensor, roles: Sequence[Hashable]) -> dict[Hashable, torch.Tensor]:
+    """The population standard deviation of each role's rewards."""
+    return {role: rewards[torch.tensor([i for i, r in enumerate(roles) if r == role],
+                                       device=rewards.device)].std(unbiased=False)
+            for role in dict.fromkeys(roles)}
 
 
 ADVANTAGE_BASELINES = ("task_type", "task")  # train.advantage_baseline

@@ -48,13 +48,15 @@ def get_algorithm(name: str) -> PolicyGradientAlgorithm:
 
 def compute_advantages(algorithm: PolicyGradientAlgorithm, rewards: torch.Tensor,
                        groups: Sequence[Hashable], roles: Sequence[Hashable], *,
-                       eps: float) -> torch.Tensor:
-    """Advantages ``(B,)`` as ``algorithm`` defines them, one baseline per (group, role).
+                       eps: float, scale: str = "auto") -> torch.Tensor:
+    """Advantages ``(B,)``, one baseline per (group, role), scaled as ``scale`` says.
 
-    ``groups``: each sample's baseline group (``advantages.baseline_group``).
+    ``groups``: each sample's baseline group (``advantages.baseline_group``); ``scale``:
+    ``group``, ``batch``, ``none`` or ``auto``, the algorithm's own (TRR++ whitens per group).
     """
-    return task_relative_advantages(rewards, groups, roles,
-                                    whiten=algorithm.whiten_advantages, eps=eps)
+    if scale == "auto":
+        scale = "group" if algorithm.whiten_advantages else "none"
+    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps)
 
 
 def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,

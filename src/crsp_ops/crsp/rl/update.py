@@ -74,6 +74,7 @@ class UpdateOptions:
     ref_kl_coef: float = 0.0  # > 0: KL to the initial policy (policy_update's ``reference``)
     ref_kl_estimator: str = "k3"  # reference_kl.ESTIMATORS
     lockstep: bool = False  # sharded (FSDP): every rank runs as many micro-batches as the most
+    scale_rewards: str = "auto"  # advantages.SCALE_MODES or auto (the algorithm's own)
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -344,7 +345,8 @@ def _advantages(accelerator: Any, batch: TrainingBatch | None, roles: Sequence[s
     if batch is not None:
         advantages = compute_advantages(options.algorithm, batch.episode_rewards,
                                         list(baseline_groups), list(roles),
-                                        eps=options.advantage_eps)  # (B,)
+                                        eps=options.advantage_eps,
+                                        scale=options.scale_rewards)  # (B,)
     training_rows = None if batch is None else batch.loss_mask.sum(1) > 0  # (B,)
     skip = advantage_signal_over_ranks(
         accelerator, None if advantages is None else advantages * training_rows) == 0

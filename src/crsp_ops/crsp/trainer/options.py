@@ -79,7 +79,7 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         update_epochs=train.update_epochs, max_grad_norm=train.max_grad_norm,
         loss_aggregation=train.loss_aggregation, constant_normalizer=train.constant_normalizer,
         ref_kl_coef=train.ref_kl_coef, ref_kl_estimator=train.ref_kl_estimator,
-        lockstep=lockstep, on_policy=on_policy)
+        scale_rewards=train.scale_rewards, lockstep=lockstep, on_policy=on_policy)
 
 
 def schedule_record(settings: SelfPlaySettings) -> dict[str, Any]:

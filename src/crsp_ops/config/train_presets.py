@@ -1,0 +1,67 @@
+"""``train.preset``: the loss knobs set as TRL's ``GRPOConfig`` means by a name.
+
+A preset replaces the Kconfig defaults of the keys it names; a value the user set (.config,
+params.yaml, ``--set``) still wins, and every key a preset set is labelled ``preset:<name>``
+in the resolved sources (``crsp-ops config show``, the run's params). The mapping, field by
+field, is the table in docs/training.md:
+
+* ``grpo``: TRL's ``loss_type="grpo"``: per-prompt baseline, rewards scaled by the group's
+  standard deviation, per-response token mean then batch mean, ratio clip 0.2, no KL
+  (``beta=0``: neither to the sampling policy nor to a reference).
+* ``dapo``: DAPO as TRL's docs configure it: ``loss_type="dapo"`` (every token of the step
+  weighs the same), clip-higher ``epsilon_high=0.28``, truncated completions masked, no KL.
+* ``dr_grpo``: ``loss_type="dr_grpo"`` (a constant normaliser: no length bias) with
+  ``scale_rewards="none"``, no KL.
+* ``crsp``: the project's self-play choices: task-type baselines, TR-RPG's per-role KL to the
+  sampling policy, token mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_NO_KL = {"train.beta_propose": 0.0, "train.beta_solve": 0.0, "train.beta_critique": 0.0,
+          "train.ref_kl_coef": 0.0, "train.algorithm": "trrpg"}
+_GROUP_RELATIVE = {"train.advantage_baseline": "task", "train.ratio_clip": 0.2,
+                   "train.update_epochs": 1}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "grpo": {**_NO_KL, **_GROUP_RELATIVE, "train.scale_rewards": "group",
+             "train.loss_aggregation": "sequence_mean", "train.ratio_clip_low": 0.0,
+             "train.ratio_clip_high": 0.0, "train.mask_truncated": False},
+    "dapo": {**_NO_KL, **_GROUP_RELATIVE, "train.scale_rewards": "group",
+             "train.loss_aggregation": "token_mean", "train.ratio_clip_low": 0.2,
+             "train.ratio_clip_high": 0.28, "train.mask_truncated": True},
+    "dr_grpo": {**_NO_KL, **_GROUP_RELATIVE, "train.scale_rewards": "none",
+                "train.loss_aggregation": "constant_normalizer",
+                "train.loss_constant_normalizer": 0, "train.ratio_clip_low": 0.0,
+                "train.ratio_clip_high": 0.0, "train.mask_truncated": False},
+    "crsp": {"train.algorithm": "trrpg", "train.advantage_baseline": "task_type",
+             "train.scale_rewards": "auto", "train.beta_propose": 0.01,
+             "train.beta_solve": 0.05, "train.beta_critique": 0.1,
+             "train.loss_aggregation": "token_mean"},
+}
+
+
+def apply_preset(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """Set the keys of ``values["train.preset"]`` whose value is still Kconfig's default.
+
+    >>> values = {"train.preset": "grpo", "train.beta_solve": 0.05, "train.ratio_clip": 0.3}
+    >>> sources = {"train.preset": "--set", "train.beta_solve": "Kconfig",
+    ...            "train.ratio_clip": ".config"}
+    >>> apply_preset(values, sources)
+    >>> values["train.beta_solve"], sources["train.beta_solve"], values["train.ratio_clip"]
+    (0.0, 'preset:grpo', 0.3)
+    """
+    name = values.get("train.preset", "none")
+    for key, value in preset_values(name).items():
+        if key in values and sources.get(key) == "Kconfig":
+            values[key] = value
+            sources[key] = f"preset:{name}"
+
+
+def preset_values(name: str) -> Mapping[str, Any]:
+    """The keys preset ``name`` sets (Kconfig's choice keeps unknown names out)."""
+    return PRESETS[name]

@@ -1,0 +1,93 @@
+"""TRL's scale_rewards modes, hand-computed, and train.preset's keys (user keys win)."""
+
+import pytest
+import torch
+
+from crsp_ops.config import load_settings
+from crsp_ops.config.train_presets import PRESETS
+from crsp_ops.crsp.rl.advantages import task_relative_advantages
+from crsp_ops.crsp.rl.algorithms import compute_advantages, get_algorithm
+from pipelines.cli import main
+from tests.crsp.conftest import REPO
+
+# two prompts of two samples each (one role): prompt a gets 1, 0; prompt b gets 1, 1 and 3, 3
+REWARDS = torch.tensor([1.0, 0.0, 3.0, 1.0])
+GROUPS = ["a", "a", "b", "b"]
+ROLES = ["solve"] * 4
+
+
+def test_none_only_centres_each_group():
+    advantages = task_relative_advantages(REWARDS, GROUPS, ROLES, scale="none", eps=1e-6)
+    torch.testing.assert_close(advantages, torch.tensor([0.5, -0.5, 1.0, -1.0]))
+
+
+def test_group_divides_by_each_groups_population_std():
+    # a: mean 0.5, std 0.5 -> ±1; b: mean 2, std 1 -> ±1
+    advantages = task_relative_advantages(REWARDS, GROUPS, ROLES, scale="group", eps=1e-6)
+    torch.testing.assert_close(advantages, torch.tensor([1.0, -1.0, 1.0, -1.0]))
+
+
+def test_batch_divides_every_group_by_the_roles_std():
+    # all four rewards: mean 1.25, population std sqrt(((.25)^2+(1.25)^2+(1.75)^2+(.25)^2)/4)
+    std = torch.tensor([1.0, 0.0, 3.0, 1.0]).std(unbiased=False)
+    assert float(std) == pytest.approx(1.0897247, rel=1e-6)
+    advantages = task_relative_advantages(REWARDS, GROUPS, ROLES, scale="batch", eps=1e-6)
+    torch.testing.assert_close(advantages, torch.tensor([0.5, -0.5, 1.0, -1.0]) / std)
+
+
+def test_batch_std_is_per_role():
+    rewards = torch.tensor([1.0, 0.0, 10.0, 0.0])
+    roles = ["solve", "solve", "critique", "critique"]
+    advantages = task_relative_advantages(rewards, ["x"] * 4, roles, scale="batch", eps=1e-6)
+    torch.testing.assert_close(advantages, torch.tensor([1.0, -1.0, 1.0, -1.0]))
+
+
+def test_auto_is_the_algorithms_own_and_an_unknown_mode_is_refused():
+    trrpg, trrpp = get_algorithm("trrpg"), get_algorithm("trr++")
+    kwargs = {"eps": 1e-6}
+    torch.testing.assert_close(compute_advantages(trrpg, REWARDS, GROUPS, ROLES, **kwargs),
+                               torch.tensor([0.5, -0.5, 1.0, -1.0]))
+    torch.testing.assert_close(compute_advantages(trrpp, REWARDS, GROUPS, ROLES, **kwargs),
+                               torch.tensor([1.0, -1.0, 1.0, -1.0]))
+    torch.testing.assert_close(
+        compute_advantages(trrpp, REWARDS, GROUPS, ROLES, scale="none", **kwargs),
+        torch.tensor([0.5, -0.5, 1.0, -1.0]))
+    with pytest.raises(ValueError, match="scale must be one of"):
+        task_relative_advantages(REWARDS, GROUPS, ROLES, scale="std", eps=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(set(PRESETS) - {"none"}))
+def test_a_preset_sets_its_keys_and_labels_them(name):
+    resolved = load_settings(REPO, [f"train.preset={name}"])
+    train = resolved.settings.train
+    for key, value in PRESETS[name].items():
+        assert getattr(train, key.split(".", 1)[1]) == value, key
+        assert resolved.sources[key] in (f"preset:{name}", "Kconfig"), key
+
+
+def test_grpo_is_trls_loss_and_a_key_you_set_wins():
+    resolved = load_settings(REPO, ["train.preset=grpo", "train.loss_aggregation=token_mean"])
+    train = resolved.settings.train
+    assert (train.advantage_baseline, train.scale_rewards, train.beta_solve,
+            train.ref_kl_coef, train.ratio_clips) == ("task", "group", 0.0, 0.0, (0.2, 0.2))
+    assert train.loss_aggregation == "token_mean"
+    assert resolved.sources["train.loss_aggregation"] == "--set"
+    assert resolved.sources["train.beta_solve"] == "preset:grpo"
+    plain = load_settings(REPO, []).settings.train
+    assert plain.preset == "none" and plain.beta_solve == 0.05  # no preset: the defaults
+
+
+def test_an_unknown_preset_is_one_line_and_exit_2(scratch_project, capsys):
+    assert main(["train", "--set", "train.preset=ppo", "--set", "tracking.enabled=n"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train.preset" in err, err
+
+
+def test_the_trainer_updates_with_the_presets_loss(tiny_model_dir, small_settings, tmp_path):
+    from tests.crsp.test_selfplay_trainer import _trainer
+
+    trainer = _trainer(tiny_model_dir, small_settings("train.preset=dr_grpo"), tmp_path)
+    options = trainer.update_options
+    trainer.close()
+    assert (options.scale_rewards, options.loss_aggregation, dict(options.betas)["solve"],
+            options.ratio_clip) == ("none", "constant_normalizer", 0.0, 0.2)
