@@ -98,7 +98,7 @@ class TrainSettings:
     """The ``train`` section: the TR-RPG / TRR++ optimisation loop."""
 
     algorithm: str  # "trrpg" | "trrpp" (TRR++)
-    advantage_baseline: str  # "task_type" | "task" (crsp.advantages.baseline_group)
+    advantage_baseline: str  # "task_type" | "task" (crsp.rl.advantages.baseline_group)
     steps: int
     learning_rate: float = bounded(0.0, 1.0, open_low=True)
     weight_decay: float = bounded(0.0, 10.0)
@@ -151,7 +151,7 @@ class TrainSettings:
     dynamic_sampling_max_rounds: int
     lr_schedule: str  # "constant" | "linear" | "cosine"
     lr_warmup_steps: int
-    sharding: str  # "none" | "fsdp2" (crsp.sharding)
+    sharding: str  # "none" | "fsdp2" (crsp.policy.sharding)
     preset: str  # "none" | "crsp" | "grpo" | "dapo" | "dr_grpo" (config.train_presets)
     scale_rewards: str  # "auto" | "group" | "batch" | "none" (rl.advantages)
 
@@ -165,7 +165,7 @@ class TrainSettings:
 
     @property
     def algorithm_name(self) -> str:
-        """The name ``crsp.algorithms.get_algorithm`` knows (``trrpg`` or ``trr++``)."""
+        """The name ``crsp.rl.algorithms.get_algorithm`` knows (``trrpg`` or ``trr++``)."""
         return ALGORITHM_NAMES[self.algorithm]
 
     @property

@@ -1,6 +1,6 @@
 """The ``Accelerator`` every CRSP stage (seeding, self-play) runs under.
 
-The self-play trainer shards with FSDP2 itself (``crsp.sharding``: ``train.sharding=fsdp2`` or
+The self-play trainer shards with FSDP2 itself (``policy.sharding``: ``train.sharding=fsdp2`` or
 an accelerate FSDP config), so the accelerator never wraps a sharded model; DeepSpeed is
 refused (``require_replicated``; docs/scaling.md, "Sharded training").
 """

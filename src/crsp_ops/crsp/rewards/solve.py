@@ -198,7 +198,7 @@ class SolveCorrectness:
 
 
 class SolveLength:
-    """``rewards.length_reward`` of each completion's token count."""
+    """``formulas.length_reward`` of each completion's token count."""
 
     def __init__(self, max_length: int, penalty_threshold: int) -> None:
         self.max_length, self.penalty_threshold = max_length, penalty_threshold

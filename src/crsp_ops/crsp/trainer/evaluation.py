@@ -1,7 +1,7 @@
 """Held-out evaluation: greedy solve rate on held-out tasks, scored by the step's reward set.
 
 The tasks are code tasks never in the buffers, held-out math rows, or held-out dataset rows;
-``score_heldout`` scores them as a training step scores its samples (``solve_rewards``).
+``score_heldout`` scores them as a training step scores its samples (``rewards.solve``).
 
 The code tasks' truths are not written down: ``heldout_code_tasks`` runs each program in the
 sandbox and records what it returns, exactly as proposals become tasks.

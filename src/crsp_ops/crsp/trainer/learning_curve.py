@@ -46,7 +46,7 @@ class CurvePoint:
 
 
 def curve_point(step: int, samples: int, metrics: Mapping[str, float]) -> CurvePoint:
-    """A point from ``crsp.heldout.heldout_metrics`` output.
+    """A point from ``trainer.evaluation.heldout_metrics`` output.
 
     >>> p = curve_point(2, 64, {"all": 0.5, "all_ci_low": 0.4, "all_ci_high": 0.6,
     ...     "well_formed": 0.9, "well_formed_ci_low": 0.85, "well_formed_ci_high": 0.95,
