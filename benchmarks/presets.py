@@ -121,7 +121,8 @@ PRESETS = {name: preset for name, preset in _PRESETS.items()
            if (Path(__file__).resolve().parent / name).is_file()}
 # Modules in benchmarks/ that are libraries or tools, not benchmarks.
 NOT_BENCHMARKS = frozenset({"paired.py", "model_shapes.py", "splits.py", "presets.py",
-                            "bench_all.py", "claims_table.py", "vllm_cpu.py"})
+                            "bench_all.py", "claims_table.py", "results_page.py",
+                            "vllm_cpu.py"})
 
 
 def expand(args: tuple[str, ...], **values: str) -> list[str]:

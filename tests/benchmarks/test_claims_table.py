@@ -1,13 +1,17 @@
-"""benchmarks/CLAIMS.md lists every number README.md and docs/*.md quote, each in its source."""
+"""The claims registry ties every number README.md, docs/*.md and examples/*/README.md quote to
+its place and the claim it comes from, both ways; benchmarks/CLAIMS.md is generated from it."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from benchmarks.claims_table import (
+    REGISTRY,
     REPO,
+    RESULTS,
     TABLE,
     add_entry,
     how_to_add,
@@ -15,11 +19,12 @@ from benchmarks.claims_table import (
     matches,
     missing,
     numbers_in,
+    prune,
     render,
 )
 
 
-def test_every_number_the_readme_and_docs_quote_is_in_claims_md():
+def test_every_number_the_pages_quote_is_tied_to_its_place_and_claim():
     missed = missing(load_claims())
     assert not missed, "\n" + how_to_add(missed)
 
@@ -37,79 +42,144 @@ Not: `lr=0.5`, v1.2.3, 0.32.0, Qwen2.5, 0.5B, SmolLM2-1.7B, [x](docs/0.5.md), ht
 ```
 Python 3.11 counts (register it as a version)."""
     assert [n for _, n in numbers_in(text)] == [
-        "26%", "0.023", "0.013", "0.033", "1498.5", "0.3%", "3.11"]
+        "26%", "-0.023", "+0.013", "0.033", "1498.5", "0.3%", "3.11"]
     assert numbers_in(text)[-1][0] == 6  # line numbers survive the blanked code block
 
 
-def test_a_quoted_number_matches_its_source_as_written_or_rounded():
+def test_a_quoted_number_matches_its_source_as_written_or_rounded_with_its_sign():
     assert matches("0.023", {"0.0227"}) and matches("26%", {"-0.2613"})
     assert matches("0.500", {"0.5"}) and matches("+0.128", {"0.1276"})
     assert not matches("0.4", {"0.46"}) and not matches("0.023", {"0.0236"})
+    assert not matches("+0.055", {"-0.055"}) and not matches("-0.0150", {"+0.015"})
+    assert matches("-26%", {"-0.2613"}) and matches("0.055", {"-0.055"})
 
 
 @pytest.fixture
 def tiny_repo(tmp_path):
     (tmp_path / "benchmarks/claims").mkdir(parents=True)
+    (tmp_path / RESULTS).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "docs").mkdir()
-    (tmp_path / "benchmarks/RESULTS.md").write_text(
+    (tmp_path / RESULTS).write_text(
         "## CPU, 2026-11-25\n\n### a run\n\n- abc1234 · `python benchmarks/x.py --y`\n\n"
         '```json\n{"score": 0.4987, "ci95": [0.4627, 0.5348]}\n```\n', encoding="utf-8")
+    (tmp_path / "benchmarks/claims/c1.md").write_text("# Claim: c1\n", encoding="utf-8")
+    (tmp_path / "benchmarks/claims/c1.jsonl").write_text(
+        '{"gain": 0.2938, "ci95": [0.2234, 0.3641]}\n', encoding="utf-8")
     (tmp_path / "README.md").write_text("Solve rate 0.499 [0.463, 0.535].\n", encoding="utf-8")
     return tmp_path
 
 
 def registry(root, *lines):
-    (root / "benchmarks/claims/numbers.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    (root / REGISTRY).write_text("".join(json.dumps(line) + "\n" for line in lines),
+                                 encoding="utf-8")
+
+
+DEV = {"files": ["README.md"], "numbers": ["0.499", "0.463", "0.535"], "split": "dev",
+       "what": "w", "sources": [[str(RESULTS), "a run"]]}
+TEST = {"files": ["README.md"], "numbers": ["+0.294", "+0.223", "+0.364"], "split": "test",
+        "claim": "c1", "what": "t", "sources": [["benchmarks/claims/c1.jsonl"]]}
 
 
 def test_a_claim_is_completed_from_its_section_and_checked_against_it(tiny_repo):
-    registry(tiny_repo, {"files": ["README.md"], "numbers": ["0.499", "0.463", "0.535"],
-                         "split": "dev", "what": "w",
-                         "sources": [["benchmarks/RESULTS.md", "a run"]]})
+    registry(tiny_repo, DEV)
     (claim,) = load_claims(tiny_repo)
     assert (claim.command, claim.date, claim.commit) == (
         "python benchmarks/x.py --y", "2026-11-25", "abc1234")
     assert missing([claim], tiny_repo) == []
-    assert "| dev | 0.499, 0.463, 0.535 |" in render([claim], tiny_repo)
+    assert "| dev |  | 0.499, 0.463, 0.535 |" in render([claim], tiny_repo)
 
 
 def test_a_number_its_source_does_not_hold_is_refused(tiny_repo):
-    registry(tiny_repo, {"files": ["README.md"], "numbers": ["0.499", "0.51"], "split": "dev",
-                         "what": "w", "sources": [["benchmarks/RESULTS.md", "a run"]]})
+    registry(tiny_repo, {**DEV, "numbers": ["0.499", "0.51"]})
     with pytest.raises(ValueError, match=r"\['0.51'\] not found"):
         load_claims(tiny_repo)
 
 
-def test_a_result_needs_a_source_and_a_known_split(tiny_repo):
-    registry(tiny_repo, {"files": ["README.md"], "numbers": ["0.499"], "split": "dev",
-                         "what": "w"})
+def test_a_result_needs_a_source_a_known_split_and_a_test_entry_its_claim(tiny_repo):
+    registry(tiny_repo, {k: v for k, v in DEV.items() if k != "sources"})
     with pytest.raises(ValueError, match="needs its sources"):
         load_claims(tiny_repo)
-    registry(tiny_repo, {"files": ["README.md"], "numbers": ["0.499"], "split": "great",
-                         "what": "w"})
+    registry(tiny_repo, {**DEV, "split": "great"})
     with pytest.raises(ValueError, match="split 'great'"):
+        load_claims(tiny_repo)
+    registry(tiny_repo, {**TEST, "claim": "nowhere"})
+    with pytest.raises(ValueError, match="names its declared claim"):
         load_claims(tiny_repo)
 
 
-def test_the_failure_names_the_file_the_line_and_how_to_add_it(tiny_repo):
-    registry(tiny_repo, {"files": ["README.md"], "numbers": ["0.499", "0.463"], "split": "dev",
-                         "what": "w", "sources": [["benchmarks/RESULTS.md", "a run"]]})
+def test_a_quoted_number_with_no_source_fails_naming_file_and_line(tiny_repo):
+    registry(tiny_repo, {**DEV, "numbers": ["0.499", "0.463"]})
     missed = missing(load_claims(tiny_repo), tiny_repo)
-    assert missed == [("README.md", 1, "0.535")]
-    message = how_to_add(missed)
-    assert "README.md:1: 0.535 is not in benchmarks/CLAIMS.md" in message
-    assert "benchmarks/claims/numbers.jsonl" in message and "--write" in message
+    assert missed == ["README.md:1: 0.535 has no source: no entry of "
+                      "benchmarks/claims/numbers.jsonl naming README.md lists it (as written, "
+                      "sign included)"]
+    assert "--write" in how_to_add(missed)
+
+
+def test_a_test_labelled_number_whose_entry_is_dev_fails(tiny_repo):
+    # the same digits in a dev entry do not cover a number quoted from the test claim
+    (tiny_repo / RESULTS).write_text((tiny_repo / RESULTS).read_text() + "\n0.294 0.223 0.364\n")
+    (tiny_repo / "README.md").write_text(
+        "Test: +0.294 [+0.223, +0.364] ([results](docs/results.md#c1)).\n", encoding="utf-8")
+    registry(tiny_repo, {**DEV, "numbers": ["+0.294", "+0.223", "+0.364"]})
+    missed = missing(load_claims(tiny_repo), tiny_repo)
+    assert len(missed) == 6  # each quote without its place, and each entry number unquoted
+    assert all("labelled test (c1) but its entries are dev" in m for m in missed[:3])
+    registry(tiny_repo, TEST)
+    assert missing(load_claims(tiny_repo), tiny_repo) == []
+
+
+def test_a_test_number_quoted_without_its_label_fails(tiny_repo):
+    (tiny_repo / "README.md").write_text("Gain +0.294 [+0.223, +0.364].\n", encoding="utf-8")
+    registry(tiny_repo, TEST)
+    missed = missing(load_claims(tiny_repo), tiny_repo)
+    assert len(missed) == 6 and all("not labelled" in m for m in missed[:3])
+    (tiny_repo / "README.md").write_text(
+        "<!-- test: c1 -->\nGain +0.294 [+0.223,\n+0.364].\n<!-- /test -->\n", encoding="utf-8")
+    assert missing(load_claims(tiny_repo), tiny_repo) == []
+
+
+def test_an_entry_nothing_quotes_any_more_fails_and_prune_drops_it(tiny_repo):
+    registry(tiny_repo, DEV, {**DEV, "numbers": ["0.4987"], "what": "gone"})
+    missed = missing(load_claims(tiny_repo), tiny_repo)
+    assert missed == [f"{REGISTRY}:2: 0.4987 (gone) is quoted by none of README.md: run "
+                      "--prune, or quote it"]
+    assert prune(tiny_repo) == 1
+    assert missing(load_claims(tiny_repo), tiny_repo) == []
+    assert len((tiny_repo / REGISTRY).read_text().splitlines()) == 1
+
+
+def test_a_sign_flipped_quote_fails(tiny_repo):
+    (tiny_repo / RESULTS).write_text((tiny_repo / RESULTS).read_text() + "\ngain -0.0550\n")
+    (tiny_repo / "README.md").write_text("A gain of +0.055.\n")
+    registry(tiny_repo, {**DEV, "numbers": ["+0.055"]})
+    with pytest.raises(ValueError, match=r"\['\+0.055'\] not found"):
+        load_claims(tiny_repo)
+
+
+def test_editing_a_readme_number_without_its_source_fails(tmp_path):
+    """On a copy of this repository: change one headline number of README.md, and the check
+    names it (its old value then has no place quoting it either)."""
+    for part in ("README.md", "docs", "examples", "benchmarks/claims", "benchmarks/results",
+                 str(RESULTS)):
+        source, target = REPO / part, tmp_path / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
+    assert missing(load_claims(tmp_path), tmp_path) == []
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "+0.294" in readme
+    (tmp_path / "README.md").write_text(readme.replace("+0.294", "+0.394"), encoding="utf-8")
+    missed = missing(load_claims(tmp_path), tmp_path)
+    assert any(m.startswith("README.md:") and "+0.394 has no source" in m for m in missed)
+    assert any("+0.294" in m and "quoted by none of README.md" in m for m in missed)
 
 
 def test_add_registers_a_files_missing_numbers_only_if_its_source_holds_them(tiny_repo):
     registry(tiny_repo)
-    before = (tiny_repo / "benchmarks/claims/numbers.jsonl").read_text()
+    before = (tiny_repo / REGISTRY).read_text()
     with pytest.raises(ValueError, match="not found"):
-        add_entry("README.md", "dev", "w", [["benchmarks/RESULTS.md"]], ["0.499", "0.51"],
-                  root=tiny_repo)
-    assert (tiny_repo / "benchmarks/claims/numbers.jsonl").read_text() == before
-    line = add_entry("README.md", "dev", "w", [["benchmarks/RESULTS.md", "a run"]], None,
-                     root=tiny_repo)
+        add_entry("README.md", "dev", "w", [[str(RESULTS)]], ["0.499", "0.51"], root=tiny_repo)
+    assert (tiny_repo / REGISTRY).read_text() == before
+    line = add_entry("README.md", "dev", "w", [[str(RESULTS), "a run"]], None, root=tiny_repo)
     assert line["numbers"] == ["0.463", "0.499", "0.535"]
     assert missing(load_claims(tiny_repo), tiny_repo) == []

@@ -1,0 +1,39 @@
+"""docs/results.md lists every declared claim, failed attempts included, with computed counts."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.claims_table import CLAIMS_DIR, OUTCOMES, REPO, declared
+from benchmarks.results_page import PAGE, render
+
+
+def test_every_declaration_is_on_the_page():
+    page = (REPO / PAGE).read_text(encoding="utf-8")
+    names = declared()
+    assert {p.stem for p in (REPO / CLAIMS_DIR).glob("*.md")} <= set(names)
+    missing = [n for n in names if f'<a id="{n}"></a>' not in page or f"](#{n})" not in page]
+    assert not missing, f"{missing} missing from {PAGE}: run python benchmarks/results_page.py --write"
+
+
+def test_the_page_is_generated_from_the_declarations():
+    assert (REPO / PAGE).read_text(encoding="utf-8") == render(), (
+        f"{PAGE} is stale: run `python benchmarks/results_page.py --write` and commit it")
+
+
+def test_the_header_counts_are_computed(tmp_path):
+    claims = tmp_path / CLAIMS_DIR
+    claims.mkdir(parents=True)
+    (claims / "a_test.md").write_text("# Claim: a learns\n\n```bash\npython x.py\n```\n")
+    (claims / "a_test.jsonl").write_text(json.dumps(
+        {"benchmark": "learning_curve_seeds", "step": 8, "arms": {}, "a_minus_b_welch":
+         {"diff": 0.07, "ci95": [-0.15, 0.29], "runs": [4, 4]}}) + "\n")
+    (tmp_path / OUTCOMES).write_text(json.dumps(
+        {"claim": "a_test", "outcome": "not met", "shows": "s", "does_not_show": "d"}) + "\n")
+    page = render(tmp_path)
+    assert "**1 declared attempts**: 1 not met." in page
+    assert "a minus b welch: +0.07 [-0.15, +0.29] (Welch over runs)" in page
+    (claims / "b_test.md").write_text("# Claim: b\n")
+    page = render(tmp_path)
+    assert "**2 declared attempts**: 1 not met, 1 no result yet." in page
+    assert '<a id="b_test"></a>' in page and "| numbers | none yet |" in page
