@@ -59,7 +59,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = Path("benchmarks/claims/numbers.jsonl")
 TABLE = Path("benchmarks/CLAIMS.md")
-RESULTS = Path("benchmarks/RESULTS.md")
+RESULTS = Path("benchmarks/notebook/RESULTS.md")
 CLAIMS_DIR = Path("benchmarks/claims")
 OUTCOMES = CLAIMS_DIR / "outcomes.jsonl"
 SPLITS = ("test", "dev", "in-sample", "first-sight", "measurement", "unsourced")

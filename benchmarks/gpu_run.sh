@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a bare GPU machine: install the offline bundle and run every benchmark with --device cuda,
-# appending device, date, commit, command and each JSON line to benchmarks/RESULTS.md.
+# appending device, date, commit, command and each JSON line to benchmarks/notebook/RESULTS.md.
 #
 #   bash benchmarks/gpu_run.sh gpu_wheels/
 set -uo pipefail
@@ -19,7 +19,7 @@ TOK=models/base
     && [ -f models/converted/tokenizer.json ] && TOK=models/converted
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-OUT=benchmarks/RESULTS.md
+OUT=benchmarks/notebook/RESULTS.md
 run() {
     local line
     line=$("$PY" "$@" 2>>benchmarks/gpu_run.log | tail -1)

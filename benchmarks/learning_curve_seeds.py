@@ -27,7 +27,8 @@ mean gain and mean final rate with Student-t 95% intervals. With both arms of ``
 ``--prior-summary`` adds the runs of an earlier JSON line of this script (the curve files it
 read need not exist any more), so runs measured over several sessions add up; a run that a
 report also holds is taken from the report. ``benchmarks/results/learning_curve_smollm2.json``
-holds the SmolLM2 runs quoted in ``benchmarks/RESULTS.md``: given alone, it prints their summary.
+holds the SmolLM2 runs quoted in ``benchmarks/notebook/RESULTS.md``: given alone, it prints their
+summary.
 
 ``--figure`` draws every arm's mean curve over the reports' runs (the steps all of them evaluated),
 with the 95% t-interval over runs as the band (an arm with one run keeps its held-out band).

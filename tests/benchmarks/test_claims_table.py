@@ -165,11 +165,12 @@ def test_editing_a_readme_number_without_its_source_fails(tmp_path):
         source, target = REPO / part, tmp_path / part
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
-    assert missing(load_claims(tmp_path), tmp_path) == []
+    before = missing(load_claims(tmp_path), tmp_path)
+    assert not [m for m in before if m.startswith("README.md:")]
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "+0.294" in readme
     (tmp_path / "README.md").write_text(readme.replace("+0.294", "+0.394"), encoding="utf-8")
-    missed = missing(load_claims(tmp_path), tmp_path)
+    missed = [m for m in missing(load_claims(tmp_path), tmp_path) if m not in before]
     assert any(m.startswith("README.md:") and "+0.394 has no source" in m for m in missed)
     assert any("+0.294" in m and "quoted by none of README.md" in m for m in missed)
 

@@ -139,7 +139,7 @@ def test_a_prior_summary_adds_its_runs_and_a_report_replaces_its_own(tmp_path, c
 
 
 def test_the_committed_smollm2_runs_give_the_quoted_summary(capsys):
-    """benchmarks/results/learning_curve_smollm2.json reproduces RESULTS.md's eight-run line."""
+    """benchmarks/results/learning_curve_smollm2.json reproduces notebook/RESULTS.md's eight-run line."""
     runs = Path(__file__).parents[2] / "benchmarks" / "results" / "learning_curve_smollm2.json"
     assert main(["--prior-summary", str(runs)]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -158,7 +158,7 @@ def test_no_reports_and_no_prior_is_a_usage_error(capsys):
 
 
 def test_the_committed_temperature_half_runs_give_the_quoted_summary(capsys):
-    """The four runs per arm at temperature 0.5 (benchmarks/RESULTS.md, fourth session)."""
+    """The four runs per arm at temperature 0.5 (benchmarks/notebook/RESULTS.md, fourth session)."""
     runs = sorted((Path(__file__).parents[2] / "benchmarks" / "results"
                    / "learning_curve_smollm2_t05").glob("s*.json"))
     assert len(runs) == 4
