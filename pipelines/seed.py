@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.selfplay.seeding import run_seeding
     from crsp_ops.crsp.tasks.limo import load_limo_result, split_heldout
+    from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import start_run
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     settings, root = resolved.settings, resolved.root
     seeding, out = settings.seeding, root / args.out
     model, tokenizer = load_causal_lm(root / args.model)
+    kwargs = checked_template_kwargs(  # a key the template ignores stops before a run
+        tokenizer, settings.generation.template_kwargs)
     name = run_name("seed", "limo", settings.model.source,
                     f"{seeding.steps}steps" if seeding.enabled else "off")
     with start_run("seed", resolved, run_name=name,
@@ -64,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 model, tokenizer, train_rows, steps=seeding.steps,
                 learning_rate=seeding.learning_rate, batch_size=seeding.batch_size,
                 alpha=seeding.alpha, max_seq_len=seeding.max_seq_len, seed=settings.crsp.seed,
+                chat_template_kwargs=kwargs,
                 accelerator=make_accelerator("no", settings.model.device),
                 on_step=lambda step, metrics: tracker.log_metrics(
                     {f"seed/{k}": v for k, v in metrics.items()}, step=step))

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
     from crsp_ops.crsp.trainer.options import SelfPlaySettings
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
+    from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.models.model_ref import require_model
     from crsp_ops.paths import project_root
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     user_task = load_dataset_tasks(settings.train, root, settings.crsp.seed) \
         if settings.train.dataset else None  # bad data or rewards fail here, before any run
     model, tokenizer = load_causal_lm(checkpoint or root / args.model)
+    checked_template_kwargs(tokenizer, settings.generation.template_kwargs)  # before a run
     if user_task is not None:
         train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
     else:

@@ -92,6 +92,29 @@ def _build_tiny_model(out_dir: Path) -> Path:
     return report.model_dir
 
 
+# A chat-template switch in the style of a thinking model's: with enable_thinking=false the
+# rendered prompt starts with a system line, so every prompt (prefilled ones included) changes.
+THINKING_SWITCH = ("{% if enable_thinking is defined and not enable_thinking %}"
+                   "{{ '<|im_start|>system\\nno thinking<|im_end|>\\n' }}{% endif %}")
+
+
+@pytest.fixture(scope="session")
+def thinking_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tiny_model_dir`` whose chat template reads ``enable_thinking`` (``THINKING_SWITCH``)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    out = tmp_path_factory.mktemp("thinking_model") / "model"
+    shutil.copytree(tiny_model_dir, out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert tokenizer.chat_template.startswith("{{ bos_token }}")
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "{{ bos_token }}", "{{ bos_token }}" + THINKING_SWITCH, 1)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 @pytest.fixture(autouse=True)
 def _no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hermetic OpenAI clients: a developer's OPENAI_BASE_URL / OPENAI_API_KEY never leak in."""

@@ -64,9 +64,12 @@ class ScriptedBackend(GenerationBackend):
 
     def __init__(self, model, tokenizer) -> None:
         self.model, self.tokenizer, self.turn = model, tokenizer, 0
+        self.calls = []  # (role, SamplingParams) of every generate call, in order
 
     def generate(self, conversations, params, deltas=None):
         out = []
+        if conversations:
+            self.calls.append((script_role(conversations[0]), params))
         for messages in conversations:
             texts = SCRIPTS[script_role(messages)]
             text = texts[self.turn % len(texts)]

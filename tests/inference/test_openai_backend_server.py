@@ -98,6 +98,43 @@ def test_rollouts_over_http_equal_inprocess_rollouts(steering_server, inprocess_
         list(local_rollout.response_logprobs), abs=1e-4)
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_sampling_knobs_over_http_equal_inprocess_ones(steering_server, inprocess_backend,
+                                                      engine):
+    # seeded sampling: the server must apply top_k, min_p and the penalty exactly as in process
+    knobs = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.95, seed=5, top_k=3,
+                           min_p=0.05, repetition_penalty=1.3)
+    plain = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.95, seed=5)
+    with OpenAIServerBackend(settings_for(steering_server, engine),
+                             server=steering_server) as backend:
+        [http] = backend.generate(CONVERSATIONS[:1], knobs)
+    [local] = inprocess_backend.generate(CONVERSATIONS[:1], knobs)
+    [local_plain] = inprocess_backend.generate(CONVERSATIONS[:1], plain)
+    assert_same(http, local)
+    assert local.logprobs != local_plain.logprobs  # the knobs change what is sampled from
+
+
+def test_chat_template_kwargs_over_http_render_the_prompt_the_context_expects(
+        thinking_model_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    from crsp_ops.inference.context import InferenceContext
+
+    kwargs = {"enable_thinking": False}
+    tokenizer = AutoTokenizer.from_pretrained(thinking_model_dir)
+    conversation = [*CONVERSATIONS[0], {"role": "assistant", "content": "<think>"}]
+    config = local_server_config(thinking_model_dir, tmp_path / "server.log")
+    with ServerManager(config) as manager, OpenAIServerBackend(
+            settings_for(manager, "vllm", chat_template_kwargs=kwargs),
+            server=manager) as backend:
+        [completion] = backend.generate([conversation], GREEDY)
+    context = InferenceContext(tokenizer, logprob_semantics="processed",
+                               chat_template_kwargs=kwargs)
+    assert completion.prompt_token_ids == tuple(context.tokenize_prompt(conversation))
+    assert "no thinking" in tokenizer.decode(list(completion.prompt_token_ids))
+    context.create_rollout_from_completion(conversation, completion, "solve", "0", 1.0)
+
+
 def test_server_not_started_is_a_clear_error():
     port = free_port()
     manager = ServerManager(ServerConfig(f"http://127.0.0.1:{port}", command=None,

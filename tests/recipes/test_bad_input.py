@@ -1,4 +1,5 @@
-"""A user's input mistake, through the real CLI: one line naming the fix, exit 2, no FAILED run."""
+"""A user's input mistake, through the real CLI: one line naming the fix, exit 2, no FAILED or
+RUNNING run."""
 
 import json
 import sqlite3
@@ -20,6 +21,8 @@ CASES = {
     "evolve resume without a run": ["evolve", "--resume", "outputs/nothing_here"],
     "evolve bad option value": ["evolve", "--set", "evolve.iterations=abc"],
     "train model missing": ["train", "--model", "/nonexistent"],
+    "train chat_template_kwargs not json": [
+        "train", "--set", "generation.chat_template_kwargs=notjson"],
 }
 
 
@@ -53,4 +56,5 @@ def test_bad_input_is_one_line_and_exit_2(project, argv):
     store = project / "mlflow.db"
     if store.exists():
         with sqlite3.connect(store) as db:
-            assert db.execute("SELECT count(*) FROM runs WHERE status = 'FAILED'").fetchone() == (0,)
+            assert db.execute("SELECT count(*) FROM runs WHERE status IN ('FAILED', 'RUNNING')"
+                              ).fetchone() == (0,)

@@ -6,13 +6,20 @@ checks. Errors name the option to change.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.fields import bounded
 
 _OVERRIDE = re.compile(r"^\s*(\d+)\s*=\s*(\S+)\s*$")
+# Arguments of ``apply_chat_template`` the backends set themselves: not template variables.
+RESERVED_TEMPLATE_KWARGS = frozenset({
+    "messages", "conversation", "tokenize", "add_generation_prompt", "continue_final_message",
+    "chat_template", "tools", "documents", "return_dict", "return_tensors",
+})
 
 
 def parse_delta_overrides(items: tuple[str, ...]) -> dict[str, float]:
@@ -38,6 +45,33 @@ def parse_delta_overrides(items: tuple[str, ...]) -> dict[str, float]:
             )
         out[str(int(match.group(1)))] = value
     return out
+
+
+def parse_template_kwargs(text: str) -> dict[str, Any]:
+    """Parse ``generation.chat_template_kwargs`` (a JSON object, "" = none).
+
+    Raises:
+        ConfigError: not JSON, not an object, or a key the backends pass themselves.
+
+    >>> parse_template_kwargs('{"enable_thinking": false}'), parse_template_kwargs("")
+    ({'enable_thinking': False}, {})
+    """
+    if not text.strip():
+        return {}
+    example = '{"enable_thinking": false}'
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"generation.chat_template_kwargs={text!r} is not JSON ({error}): "
+                          f"write a JSON object such as {example}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"generation.chat_template_kwargs={text!r} must be a JSON object "
+                          f"such as {example}")
+    reserved = sorted(RESERVED_TEMPLATE_KWARGS & set(value))
+    if reserved:
+        raise ConfigError(f"generation.chat_template_kwargs sets {reserved}, which the backends "
+                          "set themselves: leave them out")
+    return value
 
 
 @dataclass(frozen=True)
@@ -108,6 +142,10 @@ class GenerationSettings:
     max_new_tokens: int  # response length bound
     temperature: float = bounded(0.0, 100.0)  # 0 = greedy
     top_p: float = bounded(0.0, 1.0, open_low=True)  # 1 = off
+    top_k: int  # 0 = off
+    min_p: float = bounded(0.0, 1.0)  # 0 = off
+    repetition_penalty: float = bounded(0.0, 100.0, open_low=True)  # 1 = off
+    chat_template_kwargs: str  # JSON object of chat-template variables ("" = none)
     seed: int  # sampling seed
     batch_size: int  # in-process conversations per generate() call
     dtype: str  # in-process torch dtype name or "auto"
@@ -123,6 +161,12 @@ class GenerationSettings:
                 f"generation.base_url={self.base_url!r} must be an http(s) URL such as "
                 "http://127.0.0.1:8000/v1"
             )
+        parse_template_kwargs(self.chat_template_kwargs)  # fail at load time, naming the option
+
+    @property
+    def template_kwargs(self) -> dict[str, Any]:
+        """``chat_template_kwargs`` parsed: the variables every chat template render gets."""
+        return parse_template_kwargs(self.chat_template_kwargs)
 
 
 @dataclass(frozen=True)

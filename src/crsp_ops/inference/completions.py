@@ -16,12 +16,19 @@ LogprobSemantics = Literal["raw", "processed", "none"]
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """How to sample one batch of completions (no defaults: values come from the config)."""
+    """How to sample one batch of completions (values come from the config).
+
+    The knobs after ``seed`` default to off, so a caller that does not name them (greedy
+    evaluation, the canary) decodes as before they existed.
+    """
 
     max_new_tokens: int  # upper bound on response tokens
     temperature: float  # 0.0 means greedy
     top_p: float  # nucleus mass; 1.0 disables
     seed: int | None = None  # per-call sampling seed where the engine supports one
+    top_k: int = 0  # keep the k most likely tokens; 0 disables
+    min_p: float = 0.0  # drop tokens below min_p x the top probability; 0.0 disables
+    repetition_penalty: float = 1.0  # on tokens of the prompt and response so far; 1.0 disables
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -30,6 +37,25 @@ class SamplingParams:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {self.top_k!r}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p}")
+        if not self.repetition_penalty > 0:
+            raise ValueError(
+                f"repetition_penalty must be > 0 (1 = off), got {self.repetition_penalty}")
+
+    @property
+    def engine_extras(self) -> dict[str, float | int]:
+        """The knobs outside the OpenAI API that are on, by their vLLM/SGLang request names.
+
+        >>> SamplingParams(8, 1.0, 1.0, top_k=5).engine_extras
+        {'top_k': 5}
+        """
+        extras = {"top_k": self.top_k, "min_p": self.min_p,
+                  "repetition_penalty": self.repetition_penalty}
+        off = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
+        return {name: value for name, value in extras.items() if value != off[name]}
 
     @property
     def greedy(self) -> bool:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,8 @@ class InferenceContext:
         logprob_semantics: what logprobs in choices mean when a choice does not say (see
             ``request_options``: vLLM default ``raw``, SGLang ``processed``).
         min_response_tokens: responses shorter than this are kept but logged and counted.
+        chat_template_kwargs: extra chat-template variables; the engine must render with the
+            same ones (the backend's ``chat_template_kwargs``), or prompt alignment fails.
     """
 
     def __init__(
@@ -92,8 +94,10 @@ class InferenceContext:
         tokenizer: Any,
         logprob_semantics: LogprobSemantics = "raw",
         min_response_tokens: int = 5,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.logprob_semantics = logprob_semantics
         self.min_response_tokens = min_response_tokens
         self._piece_style: PieceStyle = detect_piece_style(tokenizer)
@@ -114,7 +118,7 @@ class InferenceContext:
         Raises:
             ValueError: the prompt is empty, naming it.
         """
-        ids, used_fallback = encode_chat(self.tokenizer, prompt)
+        ids, used_fallback = encode_chat(self.tokenizer, prompt, self.chat_template_kwargs)
         if used_fallback:
             self._counts["template_fallbacks"] += 1
             logger.warning(

@@ -2,7 +2,8 @@ r"""A small, real OpenAI-compatible chat server over a local HF model (no vLLM o
 
 Serves tests and CPU users. Endpoints: ``GET /health``, ``GET /v1/models`` and non-streaming
 ``POST /v1/chat/completions`` with ``logprobs``/``top_logprobs``, ``max_tokens`` /
-``max_completion_tokens``, ``temperature``, ``top_p``, ``seed``, vLLM's ``return_token_ids`` and
+``max_completion_tokens``, ``temperature``, ``top_p``, ``seed``, vLLM's and SGLang's ``top_k``,
+``min_p``, ``repetition_penalty`` and ``chat_template_kwargs``, vLLM's ``return_token_ids`` and
 ``return_tokens_as_token_ids``, SGLang's ``return_prompt_token_ids``, and ``usage``.
 
 Steering: started with ``--token-clusters``, it applies per-cluster deltas sent either the vLLM
@@ -13,7 +14,8 @@ server without our processor: the canary must catch it.
 
 Generation runs in-process through :class:`TransformersBackend`, one request at a time (a lock
 serialises model access; the HTTP layer is threaded). Logprobs are ``processed`` (after the
-steering bias, and temperature/top-p when sampling) unless ``--logprobs-mode raw_logprobs``.
+repetition penalty and steering bias, and temperature/top-k/top-p/min-p when sampling)
+unless ``--logprobs-mode raw_logprobs``.
 
 Run (tiny CPU example)::
 
@@ -100,10 +102,13 @@ class LocalChatService:
         if ignored:  # vLLM accepts unknown fields and only logs them
             logger.info("fields were present in the request but ignored: %s", ignored)
         deltas = self._usable_deltas(request)
+        backend = self.backend
+        if request.chat_template_kwargs:  # as vLLM: unchecked, a variable nobody reads is moot
+            backend = backend.with_chat_template_kwargs(request.chat_template_kwargs)
         with self._lock:
             try:
-                [completion] = self.backend.generate([list(request.messages)], request.params,
-                                                     deltas=deltas)
+                [completion] = backend.generate([list(request.messages)], request.params,
+                                                deltas=deltas)
             except ValueError as error:  # e.g. deltas the table rejects
                 raise BadRequestError(str(error)) from error
             choice = self._choice(request, completion, deltas)

@@ -16,6 +16,10 @@
   clusters directory was given) and ``generation.canary`` is on, the canary runs once before
   the backend is handed out and fails loudly if the server ignores the deltas.
 
+Sampling knobs and ``generation.chat_template_kwargs`` reach both kinds of backend; a key the
+model's chat template does not read, or a knob the engine is known not to honour
+(``request_options.ENGINE_SAMPLING_EXTRAS``), is a ``ConfigError`` before anything starts.
+
 Whatever the context started is stopped on exit, on an exception and on Ctrl-C.
 
 Example (tiny CPU model)::
@@ -42,7 +46,9 @@ from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
 from crsp_ops.inference.canary import run_canary
 from crsp_ops.inference.completions import LogprobSemantics, SamplingParams
+from crsp_ops.inference.hf_chat import checked_template_kwargs
 from crsp_ops.inference.openai_backend import OpenAIServerBackend, OpenAIServerSettings
+from crsp_ops.inference.request_options import unsupported_extras
 from crsp_ops.inference.server_config import ServerConfig
 from crsp_ops.inference.server_launch import (
     ENGINE_COMMANDS,
@@ -77,12 +83,19 @@ def prompt_template(settings: Settings) -> str:
 
 def sampling_params(settings: Settings) -> SamplingParams:
     """The ``generation`` section's sampling parameters (what minibatches decode with)."""
-    generation = settings.generation
+    return generation_sampling(settings.generation)
+
+
+def generation_sampling(generation: GenerationSettings) -> SamplingParams:
+    """``SamplingParams`` of the ``generation`` section, every knob included."""
     return SamplingParams(
         max_new_tokens=generation.max_new_tokens,
         temperature=generation.temperature,
         top_p=generation.top_p,
         seed=generation.seed,
+        top_k=generation.top_k,
+        min_p=generation.min_p,
+        repetition_penalty=generation.repetition_penalty,
     )
 
 
@@ -142,10 +155,13 @@ def _transformers_backend(
         "in-process transformers backend: %s on %s (steering %s)",
         model_dir, settings.model.device, "on" if table is not None else "off",
     )
+    kwargs = checked_template_kwargs(
+        _local_tokenizer(tokenizer_dir or model_dir) if generation.template_kwargs else None,
+        generation.template_kwargs)
     return TransformersBackend.from_pretrained(
         model_dir, device=settings.model.device, dtype=generation.dtype,
         tokenizer_dir=tokenizer_dir, token_clusters=table, n_clusters=n_clusters,
-        batch_size=generation.batch_size,
+        batch_size=generation.batch_size, chat_template_kwargs=kwargs,
     )
 
 
@@ -168,16 +184,15 @@ def _server_backend(
             f"was given: set generation.engine to one of {STEERING_ENGINES} (a server with the "
             "crsp_ops processor loaded), or run without steering"
         )
+    tokenizer = _local_tokenizer(tokenizer_dir or model_dir)
+    checked_template_kwargs(tokenizer, generation.template_kwargs)
+    client = client_settings(generation, base_url=generation.base_url,
+                             model=served_model_name(generation.served_model, model_dir),
+                             n_clusters=n_clusters)
     server = settings_server_manager(settings, model_dir, clusters_dir, state_dir)
     if server is not None:
         stack.enter_context(server)  # starts it; stops it (process group) on exit
-    backend = OpenAIServerBackend(
-        client_settings(generation, base_url=generation.base_url,
-                        model=served_model_name(generation.served_model, model_dir),
-                        n_clusters=n_clusters),
-        server=server,
-        tokenizer=_local_tokenizer(tokenizer_dir or model_dir),
-    )
+    backend = OpenAIServerBackend(client, server=server, tokenizer=tokenizer)
     stack.callback(backend.close)  # LIFO: the client closes before the server stops
     logger.info(
         "openai_server backend: %s (engine %s, %s, steering %s)", generation.base_url,
@@ -260,16 +275,29 @@ def client_settings(
     n_clusters: int | None = None,
     logprob_semantics: LogprobSemantics | None = None,
 ) -> OpenAIServerSettings:
-    """How the client talks to the server at ``base_url`` (engine, key, concurrency, timeout)."""
+    """How the client talks to the server at ``base_url`` (engine, key, concurrency, timeout).
+
+    Raises:
+        ConfigError: one line naming a knob the engine is known not to honour.
+    """
+    engine = WIRE_ENGINE.get(generation.engine, generation.engine)
+    asked = [*generation_sampling(generation).engine_extras,
+             *(["chat_template_kwargs"] if generation.template_kwargs else [])]
+    refused = unsupported_extras(engine, asked)
+    if refused:
+        raise ConfigError(
+            f"generation.{refused[0]} is set, but generation.engine={generation.engine} cannot "
+            "honour it: switch it off, or use an engine that takes it (vllm, sglang, local)")
     return OpenAIServerSettings(
         base_url=base_url,
         model=model,
-        engine=WIRE_ENGINE.get(generation.engine, generation.engine),
+        engine=engine,
         api_key=api_key(generation.api_key_env),
         max_concurrency=generation.max_concurrency,
         request_timeout_s=generation.request_timeout_s,
         n_clusters=n_clusters,
         logprob_semantics=logprob_semantics,
+        chat_template_kwargs=generation.template_kwargs or None,
     )
 
 

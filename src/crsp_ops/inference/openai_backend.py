@@ -11,6 +11,10 @@ Why it looks the way it does (ENGINES.md, implications 7–10):
 - Steering deltas travel per request in the engine's own field (``custom_params`` for SGLang,
   ``vllm_xargs`` for vLLM), built by ``crsp_ops.steering.request_fields``.
   Deltas sent to an engine that cannot steer raise ``ValueError``: never a silent no-op.
+- Sampling knobs outside the OpenAI API (``top_k``, ``min_p``, ``repetition_penalty``) and
+  the settings' ``chat_template_kwargs`` go in ``extra_body``, each only when on; an engine
+  known not to honour one is refused before any request (``request_options``: vLLM and SGLang
+  honour all; a server of unknown kind gets them as configured).
 - The fields that make an engine return token ids and logprobs come from
   :func:`crsp_ops.inference.request_options.rollout_request_options`, as does what the returned
   logprobs mean. Token ids come from the engine (``token_ids`` or ``response_token_ids``, and
@@ -25,7 +29,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +44,7 @@ from crsp_ops.inference.request_options import (
     ENGINES,
     RolloutRequestOptions,
     rollout_request_options,
+    unsupported_extras,
 )
 from crsp_ops.inference.response_fields import engine_prompt_ids, engine_response_ids
 from crsp_ops.inference.server_manager import ServerManager
@@ -92,6 +97,7 @@ class OpenAIServerSettings:
     logprob_semantics: LogprobSemantics | None = None  # None = the engine's default (see
     # request_options: vLLM needs a matching --logprobs-mode launch flag for "processed")
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    chat_template_kwargs: Mapping[str, Any] | None = None  # sent with every request when set
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -103,6 +109,7 @@ class OpenAIServerSettings:
         if self.top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {self.top_logprobs}")
         self.request_options()  # raises for semantics the engine cannot return
+        check_extras(self.engine, ["chat_template_kwargs"] if self.chat_template_kwargs else [])
 
     def request_options(self) -> RolloutRequestOptions:
         """The engine's rollout request fields and logprob semantics."""
@@ -139,6 +146,18 @@ def validate_deltas(
     if not all(math.isfinite(value) for value in values):
         raise ValueError("steering deltas must be finite")
     return values
+
+
+def check_extras(engine: str, fields: Iterable[str]) -> None:
+    """Raise unless ``engine`` may be sent every request field in ``fields``.
+
+    Raises:
+        ValueError: naming the first field the engine is known not to honour.
+    """
+    refused = unsupported_extras(engine, fields)
+    if refused:
+        raise ValueError(f"engine {engine!r} cannot honour {refused[0]}: leave it off, or use "
+                         "an engine that takes it (vllm, sglang, local)")
 
 
 def steering_fields(engine: str, deltas: list[float] | None) -> dict[str, Any]:
@@ -274,13 +293,17 @@ class OpenAIServerBackend(GenerationBackend):
         (e.g. a group of identical prompts) get distinct but reproducible samples.
 
         Raises:
-            ValueError: bad deltas (see :func:`validate_deltas`).
+            ValueError: bad deltas (see :func:`validate_deltas`), or a knob of ``params`` the
+                engine is known not to honour.
             RequestFailedError: a request failed permanently; no partial batch is returned.
         """
         if self._closed:
             raise RuntimeError("backend is closed")
+        check_extras(self.settings.engine, params.engine_extras)
         checked = validate_deltas(deltas, self.settings.engine, self.settings.n_clusters)
-        extra_body = steering_fields(self.settings.engine, checked)
+        extra_body = {**steering_fields(self.settings.engine, checked), **params.engine_extras}
+        if self.settings.chat_template_kwargs:
+            extra_body["chat_template_kwargs"] = dict(self.settings.chat_template_kwargs)
         futures = [
             self._pool.submit(self._complete, index, list(messages), params, extra_body)
             for index, messages in enumerate(conversations)

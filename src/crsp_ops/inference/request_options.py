@@ -18,6 +18,12 @@ Which distribution the returned logprobs come from (``LogprobSemantics``), by de
   was sampled from); no token ids, so tokens are recovered from ``logprobs.content[].token``
   and ``bytes`` and the prompt alignment cannot be checked.
 
+Sampling fields outside the OpenAI API (``SAMPLING_EXTRAS``: ``top_k``, ``min_p``,
+``repetition_penalty``, ``chat_template_kwargs``) travel in ``extra_body``, and only when on, so
+a server that does not know them is not bothered. ``ENGINE_SAMPLING_EXTRAS`` says which each
+engine honours; :func:`unsupported_extras` names those it cannot, which the callers refuse
+before sending anything.
+
 Sources: docs/engines.md (field names checked on vLLM 0.32.0 and SGLang 0.5.23; where each
 engine puts the ids is read by ``response_fields``), and the shared ENGINES notes §1 (SGLang
 logprobs), §2 (vLLM logprobs options, ``--logprobs-mode``), §5 (OpenAI ``extra_body``).
@@ -25,7 +31,7 @@ logprobs), §2 (vLLM logprobs options, ``--logprobs-mode``), §5 (OpenAI ``extra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -36,6 +42,21 @@ Engine = Literal["vllm", "sglang", "openai"]
 ENGINES: tuple[str, ...] = ("vllm", "sglang", "openai")
 
 _VLLM_LOGPROBS_MODE = {"raw": "raw_logprobs", "processed": "processed_logprobs"}
+
+SAMPLING_EXTRAS: tuple[str, ...] = ("top_k", "min_p", "repetition_penalty",
+                                    "chat_template_kwargs")
+"""Request fields beyond the OpenAI API that carry sampling and chat-template settings."""
+ENGINE_SAMPLING_EXTRAS: Mapping[str, frozenset[str] | None] = MappingProxyType({
+    # ChatCompletionRequest fields of vLLM 0.32.0 and SGLang 0.5.23 (the project's own server
+    # speaks vLLM's and takes them too)
+    "vllm": frozenset(SAMPLING_EXTRAS),
+    "sglang": frozenset(SAMPLING_EXTRAS),
+    # any other server: not known either way. The fields are sent as configured; such a server
+    # honours them, rejects the request (a 400, as OpenAI's own API does), or, as vLLM does
+    # with fields it does not know, ignores them with a log line.
+    "openai": None,
+})
+"""Which of ``SAMPLING_EXTRAS`` each engine honours (``None``: unknown, sent anyway)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +157,18 @@ def rollout_request_options(
         logprob_semantics="processed",
         notes="no token ids: tokens are recovered from logprob strings; prompt alignment unchecked",
     )
+
+
+def unsupported_extras(engine: str, fields: Iterable[str]) -> list[str]:
+    """The ``SAMPLING_EXTRAS`` among ``fields`` that ``engine`` is known not to honour.
+
+    >>> unsupported_extras("vllm", ["top_k", "chat_template_kwargs"])
+    []
+    """
+    honoured = ENGINE_SAMPLING_EXTRAS.get(engine)
+    if honoured is None:
+        return []
+    return [name for name in fields if name in SAMPLING_EXTRAS and name not in honoured]
 
 
 def _require(engine: str, wanted: LogprobSemantics | None, available: LogprobSemantics) -> None:

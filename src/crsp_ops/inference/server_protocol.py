@@ -10,6 +10,10 @@ ignored), and token ids come back spelled as the engine the request speaks would
   ``return_token_ids``) and ``choices[i].prompt_token_ids`` (with either flag);
 - any other request gets vLLM's: ``choices[i].token_ids`` and top-level ``prompt_token_ids``
   (with ``return_token_ids``).
+
+Sampling fields beyond the OpenAI API are taken as vLLM and SGLang take them: ``top_k`` (0 or
+-1 = off), ``min_p``, ``repetition_penalty``, and ``chat_template_kwargs`` (an object of extra
+chat-template variables).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ KNOWN_FIELDS = frozenset({
     "model", "messages", "stream", "n", "max_tokens", "max_completion_tokens", "temperature",
     "top_p", "seed", "logprobs", "top_logprobs", "return_token_ids", "return_prompt_token_ids",
     "return_tokens_as_token_ids", VLLM_STEERING_FIELD, SGLANG_STEERING_FIELD,
-    SGLANG_PROCESSOR_FIELD,
+    SGLANG_PROCESSOR_FIELD, "top_k", "min_p", "repetition_penalty", "chat_template_kwargs",
 })
 """Fields the server acts on; anything else is ignored (and logged), as vLLM does."""
 SGLANG_ONLY_FIELDS = ("return_prompt_token_ids", SGLANG_STEERING_FIELD, SGLANG_PROCESSOR_FIELD)
@@ -62,6 +66,7 @@ class ChatRequest:
     tokens_as_token_ids: bool  # vLLM: logprob tokens as "token_id:N"
     deltas: tuple[float, ...] | None  # steering deltas from vllm_xargs or custom_params
     sglang_style: bool = False  # the request speaks SGLang: answer with its field names
+    chat_template_kwargs: dict[str, Any] | None = None  # extra chat-template variables
 
 
 def error_body(message: str, status: int, param: str | None = None) -> dict[str, Any]:
@@ -100,6 +105,14 @@ def _integer(body: dict, name: str, low: int, high: int | None = None) -> int | 
         bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise BadRequestError(f"{name} must be an integer {bounds}, got {value!r}", param=name)
     return value
+
+
+def _template_kwargs(body: dict) -> dict[str, Any] | None:
+    value = body.get("chat_template_kwargs")
+    if value is not None and not isinstance(value, dict):
+        raise BadRequestError("chat_template_kwargs must be an object",
+                              param="chat_template_kwargs")
+    return value or None
 
 
 def parse_messages(raw: Any) -> tuple[dict[str, str], ...]:
@@ -194,6 +207,9 @@ def parse_chat_request(body: Any, served_model: str, default_max_tokens: int) ->
             temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
             top_p=_number(body, "top_p", 1.0, 0.0, 1.0),
             seed=_integer(body, "seed", -(2**63)),
+            top_k=max(_integer(body, "top_k", -1) or 0, 0),  # vLLM's -1 and 0 both mean off
+            min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
+            repetition_penalty=_number(body, "repetition_penalty", 1.0, 0.0, 100.0),
         )
     except ValueError as error:
         raise BadRequestError(str(error)) from error
@@ -207,6 +223,7 @@ def parse_chat_request(body: Any, served_model: str, default_max_tokens: int) ->
         tokens_as_token_ids=_flag(body, "return_tokens_as_token_ids"),
         deltas=parse_deltas(body),
         sglang_style=any(key in body for key in SGLANG_ONLY_FIELDS),
+        chat_template_kwargs=_template_kwargs(body),
     )
 
 

@@ -2,8 +2,10 @@
 
 ``TransformersBackend`` returns only the chosen token's logprob, so the alternatives are
 recomputed by one teacher-forced forward pass over prompt + response, pushed through the same
-steps ``generate`` applies to its scores: steering bias, then (when sampling) temperature and
-top-p. With ``raw`` semantics the bare logits are used, as vLLM's ``raw_logprobs`` does.
+steps ``generate`` applies to its scores (``sampling_processors``): the repetition penalty
+(each position over the ids before it), the steering bias, then (when sampling) temperature,
+top-k, top-p and min-p. With ``raw`` semantics the bare logits are used, as vLLM's
+``raw_logprobs`` does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 
 from crsp_ops.inference.completions import Completion, LogprobSemantics, SamplingParams
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
+from crsp_ops.inference.sampling_processors import penalty_processors, sampling_warpers
 from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 
 
@@ -27,8 +30,6 @@ def step_logprobs(
     deltas: Sequence[float] | None,
 ) -> torch.Tensor:
     """``(R, V)`` log-probabilities of every response position, as ``semantics`` defines them."""
-    from transformers import TopPLogitsWarper
-
     prompt, response = list(completion.prompt_token_ids), list(completion.token_ids)
     device = next(model.parameters()).device
     ids = torch.tensor([prompt + response], dtype=torch.long, device=device)  # (1, P+R)
@@ -36,13 +37,13 @@ def step_logprobs(
         logits = model(input_ids=ids).logits[0].float()  # (P+R, V)
     scores = logits[len(prompt) - 1 : len(prompt) - 1 + len(response)]  # (R, V)
     if semantics == "processed":
+        for penalty in penalty_processors(params):  # position r sees the ids before it
+            scores = torch.cat([penalty(ids[:, : len(prompt) + r], scores[r : r + 1])
+                                for r in range(len(response))])
         if deltas is not None:
-
             scores = ClusterBiasLogitsProcessor(token_clusters, deltas)(None, scores)
-        if not params.greedy:
-            scores = scores / params.temperature
-            if params.top_p < 1.0:
-                scores = TopPLogitsWarper(params.top_p)(None, scores)
+        for warper in sampling_warpers(params):
+            scores = warper(None, scores)
     return torch.log_softmax(scores, dim=-1)
 
 

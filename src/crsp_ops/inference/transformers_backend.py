@@ -3,17 +3,26 @@
 Prompt ids come from :func:`crsp_ops.inference.hf_chat.encode_chat`, the function the
 InferenceContext uses, so the ids fed to the model are the ids a rollout records.
 
+The chain is ``[raw recorder, repetition penalty, steering bias, temperature, top-k, top-p,
+min-p, processed recorder]`` (each knob only when on; ``sampling_processors`` builds the
+penalty and the warpers, in HF's order).
+
 Logprobs: two ``ChosenTokenLogprobs`` recorders sit in the processor chain, one before the
-steering processor (raw: the policy at temperature 1, unsteered) and one after temperature and
-top-p (processed: the distribution actually sampled from). Each keeps one step of scores and
-stores only the chosen token's log-probability, so generation holds ``(B, V)`` scores for one
-step, never one per generated token; the steering bias is added in place on the float32 scores
-``generate`` hands to the processors. The backend's ``logprob_semantics`` picks which fills
-``Completion.logprobs``; both are kept in ``Completion.extra`` (``raw_logprobs``,
-``processed_logprobs``). Greedy unsteered decoding makes the two equal. Processors that the
-model's own generation config declares run before both recorders (a repetition penalty, say)
-or, for sampling warpers other than temperature, top-k and top-p (min-p, typical-p), after
-the processed one, which then does not see them.
+penalty and the steering processor (raw: the policy at temperature 1, unsteered) and one last
+(processed: the distribution actually sampled from, truncated by top-k/top-p/min-p). Each keeps
+one step of scores and stores only the chosen token's log-probability, so generation holds
+``(B, V)`` scores for one step, never one per generated token; the steering bias is added in
+place on the float32 scores ``generate`` hands to the processors. The backend's
+``logprob_semantics`` picks which fills ``Completion.logprobs``; both are kept in
+``Completion.extra`` (``raw_logprobs``, ``processed_logprobs``). Greedy unsteered decoding
+without a penalty makes the two equal. Processors that the model's own generation config
+declares, for knobs the ``SamplingParams`` leave off, run before both recorders (a repetition
+penalty, say) or, for sampling warpers other than temperature, top-k and top-p (min-p,
+typical-p), after the processed one, which then does not see them.
+
+Chat-template kwargs (``chat_template_kwargs``, e.g. a model's thinking switch) go to every
+``encode_chat`` call, so the ids fed to the model are those an ``InferenceContext`` built with
+the same kwargs records.
 
 :func:`completion_to_choice` renders a completion as an OpenAI-shaped chat choice (with vLLM's
 ``token_ids``/``prompt_token_ids``) so rollouts from any backend go through one code path.
@@ -21,9 +30,10 @@ the processed one, which then does not see them.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,15 +44,18 @@ from transformers import (
     AutoTokenizer,
     GenerationConfig,
     LogitsProcessorList,
-    TemperatureLogitsWarper,
-    TopPLogitsWarper,
 )
 
 from crsp_ops.inference.backend import GenerationBackend, Message
 from crsp_ops.inference.chosen_logprobs import ChosenTokenLogprobs
 from crsp_ops.inference.completions import Completion, SamplingParams
-from crsp_ops.inference.hf_chat import encode_chat
+from crsp_ops.inference.hf_chat import check_template_kwargs, encode_chat
 from crsp_ops.inference.hf_token_pieces import detect_piece_style, piece_to_bytes
+from crsp_ops.inference.sampling_processors import (
+    config_overrides,
+    penalty_processors,
+    sampling_warpers,
+)
 from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 from crsp_ops.steering.token_rules import eos_token_ids
 
@@ -81,8 +94,14 @@ class TransformersBackend(GenerationBackend):
         stop_token_ids: ids that end a response; default the model's EOS/end-of-turn ids
             (``steering.token_rules.eos_token_ids``: exactly steering cluster 0).
         logprob_semantics: which logprobs fill ``Completion.logprobs``: ``processed`` (what was
-            sampled from: after steering, temperature, top-p) or ``raw`` (the policy itself).
+            sampled from: after the penalty, steering, temperature, top-k, top-p and min-p) or
+            ``raw`` (the policy itself).
         batch_size: conversations per ``generate`` call (memory bound).
+        chat_template_kwargs: extra variables of every chat-template render (``{}``: none).
+
+    Raises:
+        ValueError: ``chat_template_kwargs`` the tokenizer's template cannot take
+            (``hf_chat.check_template_kwargs``).
     """
 
     def __init__(
@@ -96,6 +115,7 @@ class TransformersBackend(GenerationBackend):
         stop_token_ids: Sequence[int] | None = None,
         logprob_semantics: Literal["raw", "processed"] = "processed",
         batch_size: int = 8,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if logprob_semantics not in ("raw", "processed"):
             raise ValueError(f"logprob_semantics must be 'raw' or 'processed', "
@@ -119,6 +139,18 @@ class TransformersBackend(GenerationBackend):
         pad_id = tokenizer.pad_token_id
         self.pad_id = int(pad_id) if pad_id is not None else self.stop_ids[0]
         self._clip_warned = False  # the context clip is logged once per backend
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        check_template_kwargs(tokenizer, self.chat_template_kwargs)
+
+    def with_chat_template_kwargs(self, kwargs: Mapping[str, Any]) -> TransformersBackend:
+        """This backend (same model, tokenizer and table) rendering with ``kwargs`` added.
+
+        A per-request view for a server: ``kwargs`` override the backend's own, nothing is
+        checked or copied but the kwargs.
+        """
+        view = copy.copy(self)
+        view.chat_template_kwargs = {**self.chat_template_kwargs, **kwargs}
+        return view
 
     @classmethod
     def from_pretrained(
@@ -156,7 +188,8 @@ class TransformersBackend(GenerationBackend):
     ) -> list[Completion]:
         """Return one completion per conversation, in order (see ``GenerationBackend``)."""
         processors = self._steering_processors(deltas)
-        prompts = [encode_chat(self.tokenizer, conversation)[0] for conversation in conversations]
+        prompts = [encode_chat(self.tokenizer, conversation, self.chat_template_kwargs)[0]
+                   for conversation in conversations]
         completions: list[Completion] = []
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices, enabled=params.seed is not None):
@@ -198,14 +231,12 @@ class TransformersBackend(GenerationBackend):
             attention_mask[row, width - len(prompt) :] = 1
         raw = ChosenTokenLogprobs(copy=bool(steering))  # steering adds in place after it
         processed = ChosenTokenLogprobs(copy=False)  # the last processor: nothing changes it
-        # Temperature and top-p are passed as processors (the config's own stay neutral) so the
-        # processed recorder can follow them; top_k=0 switches off HF's default top-k of 50,
-        # which vLLM and SGLang do not apply.
-        warpers: list[Any] = []
-        if not params.greedy and params.temperature != 1.0:
-            warpers.append(TemperatureLogitsWarper(params.temperature))
-        if not params.greedy and params.top_p < 1.0:
-            warpers.append(TopPLogitsWarper(params.top_p))
+        # The knobs are passed as processors (the config's own stay neutral) so the processed
+        # recorder can follow them; top_k=0 switches off HF's default top-k of 50, which vLLM
+        # and SGLang do not apply.
+        padding = torch.tensor([width - len(prompt) for prompt in prompts])  # (B,)
+        penalty = penalty_processors(params, padding.to(self.device))
+        warpers = sampling_warpers(params)
         config = GenerationConfig(
             max_new_tokens=self._token_budget(width, params.max_new_tokens),
             eos_token_id=list(self.stop_ids),
@@ -215,13 +246,15 @@ class TransformersBackend(GenerationBackend):
             temperature=1.0,
             top_p=1.0,
             **({} if params.greedy else {"top_k": 0}),  # greedy: HF warns about an unused top_k
+            **config_overrides(params),
         )
         with torch.inference_mode():
             output = self.model.generate(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 generation_config=config,
-                logits_processor=LogitsProcessorList([raw, *steering, *warpers, processed]),
+                logits_processor=LogitsProcessorList(
+                    [raw, *penalty, *steering, *warpers, processed]),
             )
         new_tokens = output.sequences[:, width:]  # (B, S)
         processed_logprobs = processed.logprobs(new_tokens)  # (B, S)

@@ -6,6 +6,18 @@ on them through the ``ServerManager`` and, every ``reload_interval`` steps, load
 into it in place (``inference.weight_update``), restarting it only when that fails. Between
 reloads the samples come from older weights; their ``processed`` log-probs are the behaviour
 policy's, so the trainer's importance weights ``π_new / π_old`` correct for the staleness.
+
+Sampling knobs (top-k, top-p, min-p, repetition penalty) make the behaviour distribution a
+truncated, penalised one, and ``processed`` log-probs are that distribution's. The update
+computes the policy's log-probs at the sampling temperature only, as TRL does. In process the
+first epoch's old log-probs are those detached policy log-probs (ratio exactly 1: the knobs
+change which samples are drawn, not the loss). From a server the ratio ``π_new / μ`` is taken
+against the truncated behaviour ``μ``: an importance weight from the distribution sampled from
+to the untruncated policy (below 1 on the kept tokens even without staleness), as TRL's vLLM
+importance-sampling correction does.
+
+Both backends render prompts with ``generation.chat_template_kwargs``, as the trainer's
+``InferenceContext`` does, so the recorded prompt ids match what the engine was fed.
 """
 
 from __future__ import annotations
@@ -74,12 +86,14 @@ class InProcessGeneration(PolicyGeneration):
         tokenizer: its tokenizer.
         device: where the model lives (``str(accelerator.device)``).
         batch_size: conversations per ``generate`` call.
+        chat_template_kwargs: extra chat-template variables of every prompt.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, device: str, batch_size: int) -> None:
-
+    def __init__(self, model: Any, tokenizer: Any, *, device: str, batch_size: int,
+                 chat_template_kwargs: dict[str, Any] | None = None) -> None:
         self.backend = TransformersBackend(model, tokenizer, device=device,
-                                           logprob_semantics="processed", batch_size=batch_size)
+                                           logprob_semantics="processed", batch_size=batch_size,
+                                           chat_template_kwargs=chat_template_kwargs)
 
     def sync(self, step: int, model: Any) -> bool:
         """Nothing to copy: the backend holds the trained model."""

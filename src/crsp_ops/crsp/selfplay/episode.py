@@ -18,6 +18,13 @@ Rewards per role (sequence level; the format rule maps malformed → −1, well-
 * critique: ``alpha_c·agreement + (1 − alpha_c)·creativity`` where creativity is the policy's
   own greedy thinking-effort grade of the critique's ``<think>`` text (0 when there is none;
   agreement alone when creativity grading is off); "passed" = the verdict agrees.
+
+Sampling: propose, solve and critique sample at ``temperature`` with the configured ``top_p``,
+``top_k``, ``min_p`` and ``repetition_penalty`` (``generation.*``); the creativity grader
+decodes greedily without them, as held-out evaluation does. The log-probs a backend returns
+for such samples are those of the truncated, penalised distribution (``processed``); the
+update computes the policy's own at the temperature only, as TRL does (see
+``policy.generation`` for what that means for the importance ratio).
 """
 
 from __future__ import annotations
@@ -77,6 +84,10 @@ class EpisodeOptions:
     creativity_enabled: bool
     creativity_dimensions: tuple[str, ...]
     propose_scaffold: bool = False  # proposer turn prefilled up to its program block
+    top_p: float = 1.0  # nucleus mass of the roles' sampling; 1.0 = off
+    top_k: int = 0  # 0 = off
+    min_p: float = 0.0  # 0.0 = off
+    repetition_penalty: float = 1.0  # 1.0 = off
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,9 @@ class Episode:
 
 def _sampling(options: EpisodeOptions, role: str, seed: int) -> SamplingParams:
     return SamplingParams(max_new_tokens=options.max_new_tokens[role],
-                          temperature=options.temperature, top_p=1.0, seed=seed)
+                          temperature=options.temperature, top_p=options.top_p, seed=seed,
+                          top_k=options.top_k, min_p=options.min_p,
+                          repetition_penalty=options.repetition_penalty)
 
 
 _FAILED_STATUSES = {status.value for status in ExecutionStatus} - {ExecutionStatus.OK.value}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,9 +123,12 @@ def seeding_loss(logits: torch.Tensor, input_ids: torch.Tensor, segments: torch.
     return loss, metrics
 
 
-def prepare_examples(rows: Sequence[LimoExample], tokenizer: Any, *, max_seq_len: int
+def prepare_examples(rows: Sequence[LimoExample], tokenizer: Any, *, max_seq_len: int,
+                     chat_template_kwargs: Mapping[str, Any] | None = None
                      ) -> tuple[list[SeedingExample], int]:
     """Tokenize every row; rows longer than ``max_seq_len`` are skipped (never truncated).
+
+    Prompts are rendered with ``chat_template_kwargs``, as training renders them.
 
     Returns:
         ``(examples, skipped)``.
@@ -133,7 +136,7 @@ def prepare_examples(rows: Sequence[LimoExample], tokenizer: Any, *, max_seq_len
     Raises:
         ValueError: no row fits.
     """
-    context = InferenceContext(tokenizer)
+    context = InferenceContext(tokenizer, chat_template_kwargs=chat_template_kwargs)
     examples = [tokenize_example(row, context, tokenizer) for row in rows]
     kept = [e for e in examples if len(e.input_ids) <= max_seq_len]
     if not kept:
@@ -148,7 +151,8 @@ def prepare_examples(rows: Sequence[LimoExample], tokenizer: Any, *, max_seq_len
 def run_seeding(model: Any, tokenizer: Any, rows: Sequence[LimoExample], *, steps: int,
                 learning_rate: float, batch_size: int, alpha: float, max_seq_len: int,
                 seed: int, accelerator: Any,
-                on_step: Callable[[int, dict[str, float]], None] | None = None) -> SeedingResult:
+                on_step: Callable[[int, dict[str, float]], None] | None = None,
+                chat_template_kwargs: Mapping[str, Any] | None = None) -> SeedingResult:
     """Fine-tune ``model`` in place on LIMO rows with the seeding loss.
 
     Args:
@@ -163,11 +167,14 @@ def run_seeding(model: Any, tokenizer: Any, rows: Sequence[LimoExample], *, step
         seed: shuffling seed.
         accelerator: ``accelerate.Accelerator`` (device, mixed precision, DDP).
         on_step: called with ``(step, metrics)`` after every step (the driver logs).
+        chat_template_kwargs: extra chat-template variables of every prompt
+            (``generation.chat_template_kwargs``: the prompts training will see).
 
     Returns:
         Steps done, final loss, usable and skipped example counts.
     """
-    examples, skipped = prepare_examples(rows, tokenizer, max_seq_len=max_seq_len)
+    examples, skipped = prepare_examples(rows, tokenizer, max_seq_len=max_seq_len,
+                                         chat_template_kwargs=chat_template_kwargs)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
     model, optimizer = accelerator.prepare(model, optimizer)

@@ -44,8 +44,13 @@ def make_alpha_schedule_from(reward: RewardSettings) -> AlphaSchedule:
 
 
 def episode_options(settings: SelfPlaySettings, *, dataset: bool = False) -> EpisodeOptions:
-    """Episode sizes and reward settings; ``dataset``: only solve the rows (no propose/critique)."""
-    crsp, reward, train = settings.crsp, settings.reward, settings.train
+    """Episode sizes, sampling and reward settings; ``dataset``: only solve the rows.
+
+    The roles sample at ``train.temperature`` with ``generation``'s top-p, top-k, min-p and
+    repetition penalty.
+    """
+    crsp, reward, train, generation = (settings.crsp, settings.reward, settings.train,
+                                       settings.generation)
     options = EpisodeOptions(
         problem_types=tuple(TaskType(name) for name in crsp.problem_types),
         proposals=train.proposals_per_step, references=crsp.propose_references,
@@ -59,7 +64,9 @@ def episode_options(settings: SelfPlaySettings, *, dataset: bool = False) -> Epi
         length_penalty_threshold=reward.length_penalty_threshold,
         creativity_enabled=reward.creativity_enabled,
         creativity_dimensions=reward.creativity_dimensions,
-        propose_scaffold=train.propose_scaffold)
+        propose_scaffold=train.propose_scaffold, top_p=generation.top_p,
+        top_k=generation.top_k, min_p=generation.min_p,
+        repetition_penalty=generation.repetition_penalty)
     if dataset:
         return replace(options, proposals=0, critiques_per_task=0,
                        problem_types=(TaskType.DATASET,))
