@@ -21,6 +21,11 @@ sandbox scoring); tokens/s counts generated plus trained tokens, as the trainer 
 ``--full-length`` makes the token counts equal by construction: both sides stop only on the pad
 id (which the models never emit), so every sequence decodes the whole budget and is trained on
 whole; without it a trained model's sequences end at its own EOS, differently on each side.
+
+``--baseline-src`` adds a third side: CRSP from another source tree (``PYTHONPATH``, e.g. the
+``src`` of a ``git worktree`` at the pre-change commit), in the same rotation, so a change is
+measured against the same GRPO runs (``*_before`` keys and ``update_after_vs_before``).
+``--log`` appends each side's JSON as it ends, so an interrupted run keeps its repetitions.
 """
 
 from __future__ import annotations
@@ -63,6 +68,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="both sides stop only on the pad id: every sequence is the budget")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="extra section.key=value overrides (both sides read them)")
+    parser.add_argument("--baseline-src",
+                        help="also run CRSP from this src dir (PYTHONPATH), e.g. a worktree's")
+    parser.add_argument("--log", help="append each side's JSON line to this file as it ends")
     parser.add_argument("--side", choices=["crsp", "grpo"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -231,8 +239,12 @@ def run_side(args) -> None:
 
 
 def spawn(args, side: str) -> dict:
-    """Run one side in a fresh interpreter; return its JSON."""
-    argv = [sys.executable, __file__, "--side", side, "--model", args.model,
+    """Run one side in a fresh interpreter; return its JSON (``crsp_before``: the baseline's)."""
+    env = dict(os.environ)
+    if side == "crsp_before":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [args.baseline_src,
+                                                           env.get("PYTHONPATH")]))
+    argv = [sys.executable, __file__, "--side", side.removesuffix("_before"), "--model", args.model,
             "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
             "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
             "--trl-micro-batch", str(args.trl_micro_batch)]
@@ -240,10 +252,14 @@ def spawn(args, side: str) -> dict:
         argv.append("--full-length")
     for override in args.overrides:
         argv += ["--set", override]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode:
         raise RuntimeError(f"{side} side failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if args.log:
+        with open(args.log, "a") as log:
+            log.write(json.dumps({"side": side, **result}) + "\n")
+    return result
 
 
 def median_of(result: dict, key: str) -> float:
@@ -261,14 +277,15 @@ def main(argv=None) -> int:
         run_side(args)
         return 0
     runs = []
+    sides = ["crsp", "grpo"] + (["crsp_before"] if args.baseline_src else [])
     for rep in range(args.reps):
-        order = ("crsp", "grpo") if rep % 2 == 0 else ("grpo", "crsp")
+        order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # each side each place
         runs.append({side: spawn(args, side) for side in order})
     crsp = [r["crsp"] for r in runs]
     grpo = [r["grpo"] for r in runs]
 
-    def ratios(key: str) -> dict:
-        pairs = zip(crsp, grpo, strict=True)
+    def ratios(key: str, numerator=crsp, denominator=grpo) -> dict:
+        pairs = zip(numerator, denominator, strict=True)
         return summary([median_of(c, key) / median_of(g, key) for c, g in pairs], digits=3)
 
     def med(results, fn, digits=3):
@@ -299,6 +316,16 @@ def main(argv=None) -> int:
         "grpo_peak_memory_gb": med(grpo, lambda r: r["peak_memory_gb"]),
         "peak_memory": "max_memory_allocated" if args.device == "cuda" else "ru_maxrss",
     }
+    if args.baseline_src:
+        before = [r["crsp_before"] for r in runs]
+        result.update({
+            "baseline_src": args.baseline_src,
+            "crsp_before_step_s": med(before, lambda r: median_of(r, "step_s")),
+            "crsp_before_update_s": med(before, lambda r: median_of(r, "update_s")),
+            "step_ratio_before": ratios("step_s", before),
+            "update_ratio_before": ratios("update_s", before),
+            "update_after_vs_before": ratios("update_s", crsp, before),
+            "crsp_before_peak_memory_gb": med(before, lambda r: r["peak_memory_gb"])})
     print(json.dumps(result))
     return 0
 

@@ -3,6 +3,8 @@ no optimizer step without an advantage signal."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,12 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from crsp_ops.crsp.rl.algorithms import get_algorithm
 from crsp_ops.crsp.rl.update import (
+    ACTIVATION_BUDGET,
+    CPU_TOKEN_BUDGET,
+    MEMORY_FRACTION,
     UpdateOptions,
+    activation_bytes_per_token,
+    free_device_bytes,
     micro_batches,
     policy_update,
     token_budget,
@@ -53,8 +60,42 @@ def test_response_only_logits_equal_the_full_log_softmax():
 def test_token_budget_scales_with_depth_and_width():
     model = _model()  # 2 layers x 32 hidden
     assert token_budget(model, activation_budget=6400) == 100
-    # by default smaller on a CPU (cache-sized micro-batches) than on an accelerator
-    assert token_budget(model, device_type="cpu") * 16 == token_budget(model, device_type="cuda")
+    # without a free-memory reading an accelerator keeps the activation budget
+    assert token_budget(model, device_type="cuda") == ACTIVATION_BUDGET // (2 * 32)
+
+
+def test_a_cpu_budget_is_the_measured_token_count_whatever_the_model():
+    # speed, not memory, sizes a CPU micro-batch: SmolLM2-135M is not cut to one row each
+    assert token_budget(_model(), device_type="cpu") == CPU_TOKEN_BUDGET
+    smollm2 = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=30, hidden_size=576))
+    assert token_budget(smollm2, device_type="cpu") == CPU_TOKEN_BUDGET  # was 30 tokens
+
+
+def test_a_cuda_budget_is_a_fraction_of_free_memory_over_bytes_per_token():
+    model = _model()  # float32: 2 layers x (16 x 32 + 4 x 64) + 2 x 97 vocab, 4 bytes each
+    per_token = 4 * (2 * (16 * 32 + 4 * 64) + 2 * 97)
+    assert activation_bytes_per_token(model) == per_token
+    free = 10**9
+    assert token_budget(model, device_type="cuda", free_bytes=free) == \
+        int(MEMORY_FRACTION * free) // per_token
+    assert token_budget(model, device_type="cuda", free_bytes=0) == 1  # always one row
+    # on a CPU (no CUDA device) there is no free-memory reading
+    assert free_device_bytes(torch.device("cpu")) is None
+
+
+def test_the_update_runs_one_forward_per_micro_batch_on_policy():
+    # on-policy: the first pass's detached log-probs are the old ones, no second forward
+    model = _model().train()
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.05},
+                            log_ratio_clamp=20.0, ratio_clip=None, advantage_eps=1e-6,
+                            micro_batch_size=2, update_epochs=1, max_grad_norm=1.0,
+                            on_policy=True)
+    policy_update(model, optimizer, Accelerator(cpu=True), _solve_batch((1.0, -0.5, 0.0)),
+                  ["solve"] * 3, ["math"] * 3, options, temperature=1.0)
+    assert len(calls) == 2  # 3 rows in micro-batches of at most 2
 
 
 def _solve_batch(rewards) -> TrainingBatch:
@@ -85,3 +126,17 @@ def test_a_step_without_advantage_signal_takes_no_optimizer_step(rewards, moves)
     assert changed is moves
     assert metrics["update_skipped"] == (0.0 if moves else 1.0)
     assert metrics["ratio_mean"] == 1.0 and "loss" in metrics  # metrics either way
+
+
+def test_the_policy_optimizer_is_fused_adamw(tmp_path):
+    # one kernel over every tensor, as HF Trainer's default (adamw_torch_fused) behind TRL
+    from pathlib import Path
+
+    from crsp_ops.config import load_settings
+    from crsp_ops.crsp.trainer.setup import prepare_policy_parts
+    from crsp_ops.paths import copy_config_tree
+
+    copy_config_tree(Path(__file__).resolve().parents[2], tmp_path)
+    train = load_settings(tmp_path, [], env={}).settings.train
+    parts = prepare_policy_parts(_model().train(), train, Accelerator(cpu=True))
+    assert parts.optimizer.param_groups[0]["fused"] is True
