@@ -7,10 +7,11 @@
 ``--updates`` (2) updates (``policy_update``: forward, backward, AdamW step) of the
 SmolLM2-135M shape (``model_shapes.SHAPES``, random weights, seed 0) on the same batch:
 ``--rows`` rollouts of a ``--prompt``-token prompt and a ``--completion``-token completion
-(the 512-token budget), each row its own micro-batch as the trainer packs them. Four modes:
+(the 512-token budget), each row its own micro-batch as the trainer packs them. Five modes:
 ``full`` fine-tuning, ``lora`` (rank ``--rank``, every linear projection), ``lora+ckpt`` and
-``full+ckpt`` (activation checkpointing). Each mode runs in a fresh subprocess, so its peak
-is its own:
+``full+ckpt`` (activation checkpointing), and ``lora+bf16`` (``model.dtype=bf16`` under LoRA:
+the frozen base built in bf16, the adapter fp32, bf16 autocast; ``crsp.policy.precision``).
+Each mode runs in a fresh subprocess, so its peak is its own:
 
 * CPU: ``ru_maxrss`` (the kernel's peak resident set) minus the resident set measured after
   imports, before the model is built — so weights, gradients, AdamW state and activations all
@@ -24,7 +25,8 @@ is its own:
 
 The loss of each mode is reported too: checkpointing recomputes the same activations, so
 ``full`` vs ``full+ckpt`` (and ``lora`` vs ``lora+ckpt``) must agree to < 1e-5; LoRA's B starts
-at 0, so ``lora`` equals ``full`` before its first step.
+at 0, so ``lora`` equals ``full`` before its first step (``lora+bf16`` from the same draws
+rounded to bf16, so its loss differs by that rounding).
 
 ``predicted_bytes`` is ``memory_formula``'s estimate for the same shape and mode (the formula
 of docs/scaling.md's "fits on my GPU?" table); the output gives measured / predicted.
@@ -45,17 +47,18 @@ from model_shapes import SHAPES
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
-MODES = ("full", "lora", "lora+ckpt", "full+ckpt")
+MODES = ("full", "lora", "lora+ckpt", "full+ckpt", "lora+bf16")
 MMAP_THRESHOLD = 65536  # bytes: glibc serves larger allocations by mmap (returned on free)
 
 
 def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
                    intermediate: int, kv_hidden: int, vocab: int, tokens: int,
                    response_tokens: int, checkpointing: bool, weight_bytes: int = 4,
-                   shards: int = 1) -> dict:
+                   activation_bytes: int = 4, shards: int = 1) -> dict:
     """Estimated peak bytes of one update of a Llama-shaped model, by part, per rank.
 
-    * weights: ``params · weight_bytes`` (frozen base weights may be bf16 under LoRA);
+    * weights: ``trainable · 4 + (params − trainable) · weight_bytes``: trained weights are
+      fp32, frozen ones (the LoRA base) ``weight_bytes`` each (2 under ``model.dtype=bf16``);
     * gradients + AdamW state: ``trainable · (4 + 8)`` bytes (fp32 grads, two fp32 moments);
       full fine-tuning also keeps fp32 master weights, counted in ``weights`` at 4 bytes;
     * ``shards`` > 1 (``train.sharding=fsdp2`` over that many ranks): weights, gradients and
@@ -64,8 +67,9 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
       in full while it runs (one layer: small beside the rest, not counted);
     * activations of one micro-batch of ``tokens`` tokens: without checkpointing each layer
       keeps about ``10·hidden + 4·intermediate + 2·kv_hidden`` values per token (norms, q/k/v,
-      attention and MLP intermediates); with it, each layer keeps its input (``hidden``) and
-      one layer's full set is alive during its recomputation;
+      attention and MLP intermediates), ``activation_bytes`` each (2 for a bf16 base under
+      bf16 autocast); with it, each layer keeps its input (``hidden``) and one layer's full
+      set is alive during its recomputation;
     * logits: ``response_tokens · vocab`` values and their gradient (prompt positions never
       reach the vocabulary projection);
     * the optimizer step: torch's foreach AdamW takes ``sqrt(v)`` of every trainable tensor at
@@ -75,10 +79,11 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
     """
     per_layer_token = 10 * hidden + 4 * intermediate + 2 * kv_hidden
     if checkpointing:
-        activations = tokens * (layers * hidden + per_layer_token) * 4
+        activations = tokens * (layers * hidden + per_layer_token) * activation_bytes
     else:
-        activations = tokens * layers * per_layer_token * 4
-    parts = {"weights": params * weight_bytes // shards,
+        activations = tokens * layers * per_layer_token * activation_bytes
+    weights = trainable * 4 + (params - trainable) * weight_bytes
+    parts = {"weights": weights // shards,
              "grads_and_optimizer": trainable * 12 // shards,
              "replica": params * weight_bytes if shards > 1 else 0,
              "activations": activations, "logits": response_tokens * vocab * 4 * 2,
@@ -119,7 +124,7 @@ SHARDS = 8  # the table's sharded column: full fine-tuning over one 8-GPU node
 
 
 def fits_table(rank: int, tokens: int, response_tokens: int) -> list[dict]:
-    """The formula's GiB per model and mode (fp32 weights, as the trainer keeps them)."""
+    """The formula's GiB per model and mode (fp32 weights; ``lora+bf16``: a bf16 base)."""
     rows = []
     for name, (hidden, layers, inter, kv, vocab, tied) in TABLE_SHAPES.items():
         params = llama_params(hidden, layers, inter, kv, vocab, tied)
@@ -127,7 +132,9 @@ def fits_table(rank: int, tokens: int, response_tokens: int) -> list[dict]:
         row = {"model": name, "params_b": round(params / 1e9, 2)}
         for mode in MODES:
             lora = mode.startswith("lora")
-            parts = memory_formula(params=params + adapter * lora,
+            half = 2 if mode == "lora+bf16" else 4  # model.dtype=bf16: base and activations
+            parts = memory_formula(params=params + adapter * lora, weight_bytes=half,
+                                   activation_bytes=half,
                                    trainable=adapter if lora else params, layers=layers,
                                    hidden=hidden, intermediate=inter, kv_hidden=kv, vocab=vocab,
                                    tokens=tokens, response_tokens=response_tokens,
@@ -151,10 +158,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--dtype", default="fp32", choices=("fp32", "bf16"),
-                        help="bf16: accelerate mixed precision (weights stay fp32)")
+                        help="bf16: accelerate mixed precision (weights stay fp32); the "
+                             "lora+bf16 mode computes in bf16 either way")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--updates", type=int, default=2,
                         help="updates per mode; the peak covers all, step_s is the last")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
+                        help="the modes to compare (default all; a comparison is reported "
+                             "where both of its modes ran)")
     parser.add_argument("--mode", choices=MODES, help="run one mode here (the subprocess)")
     parser.add_argument("--table", action="store_true",
                         help="print the formula's fits-on-my-GPU table (no measurement)")
@@ -173,9 +184,10 @@ def run_mode(args) -> dict:
     import numpy as np
     import torch
     from accelerate import Accelerator
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import AutoModelForCausalLM, LlamaConfig
 
     from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy
+    from crsp_ops.crsp.policy.precision import training_precision, weights_dtype
     from crsp_ops.crsp.rl.algorithms import get_algorithm
     from crsp_ops.crsp.rl.update import UpdateOptions, policy_update
     from crsp_ops.inference.rollouts import Rollout, TrainingBatch
@@ -183,15 +195,21 @@ def run_mode(args) -> dict:
     torch.set_num_threads(args.threads)
     baseline = max(baseline, _rss_bytes())  # after imports: libraries are not the mode's cost
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**SHAPES[args.shape], max_position_embeddings=8192))
+    lora = args.mode.startswith("lora")
+    precision = training_precision("bf16" if args.mode == "lora+bf16" else "auto", args.device,
+                                   lora=lora, mixed_precision="bf16" if args.dtype == "bf16"
+                                   else "no")
+    # built in its dtype, as from_pretrained(dtype=...) loads it: no fp32 copy in the peak
+    model = AutoModelForCausalLM.from_config(
+        LlamaConfig(**SHAPES[args.shape], max_position_embeddings=8192),
+        dtype=precision.load_dtype or torch.float32)
     settings = argparse.Namespace(
-        lora_rank=args.rank if args.mode.startswith("lora") else 0, lora_alpha=2.0 * args.rank,
+        lora_rank=args.rank if lora else 0, lora_alpha=2.0 * args.rank,
         lora_dropout=0.0, lora_target_modules=("all-linear",),
         gradient_checkpointing=args.mode.endswith("+ckpt"))
     model = prepare_policy(model, settings)
     trainable, total = parameter_counts(model)
-    accelerator = Accelerator(cpu=args.device == "cpu",
-                              mixed_precision="bf16" if args.dtype == "bf16" else "no")
+    accelerator = Accelerator(cpu=args.device == "cpu", mixed_precision=precision.mixed_precision)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     model, optimizer = accelerator.prepare(model, optimizer)
     model.train()
@@ -223,8 +241,9 @@ def run_mode(args) -> dict:
     peak = torch.cuda.max_memory_allocated() if args.device == "cuda" else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline  # KiB on Linux
     shape = SHAPES[args.shape]
+    half = 2 if precision.load_dtype in (torch.bfloat16, torch.float16) else 4
     predicted = memory_formula(
-        params=total, trainable=trainable,
+        params=total, trainable=trainable, weight_bytes=half, activation_bytes=half,
         layers=shape["num_hidden_layers"], hidden=shape["hidden_size"],
         intermediate=shape["intermediate_size"],
         kv_hidden=shape["hidden_size"] * shape["num_key_value_heads"]
@@ -234,6 +253,7 @@ def run_mode(args) -> dict:
             "first_step_s": round(times[0], 3), "loss": losses[0], "losses": losses,
             "grad_norm": metrics["grad_norm"],
             "trainable_params": trainable, "total_params": total,
+            "weights_dtype": weights_dtype(model), "mixed_precision": precision.mixed_precision,
             "predicted_bytes": predicted["total"], "predicted_parts": predicted}
 
 
@@ -256,6 +276,25 @@ def spawn(args, mode: str, *, mmap: bool) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def comparisons(results: dict, modes: dict) -> dict:
+    """Checkpointing's loss differences and the floors, for the pairs of modes that ran."""
+    ran, out = results.keys(), {}
+    # the first update's loss: the same weights and batch in every fp32 mode
+    if {"full", "full+ckpt"} <= ran:
+        out["ckpt_loss_diff_full"] = abs(results["full"]["loss"] - results["full+ckpt"]["loss"])
+    if {"lora", "lora+ckpt"} <= ran:
+        out["ckpt_loss_diff_lora"] = abs(results["lora"]["loss"] - results["lora+ckpt"]["loss"])
+    if {"full", "full+ckpt"} <= ran:
+        out["last_loss_diff_full"] = abs(results["full"]["losses"][-1]
+                                         - results["full+ckpt"]["losses"][-1])
+    if modes.get("lora+ckpt", {}).get("peak_vs_full") is not None:
+        out["floor_lora_ckpt_le_40pct"] = modes["lora+ckpt"]["peak_vs_full"] <= 0.40
+    diffs = [value for key, value in out.items() if key.startswith("ckpt_loss_diff")]
+    if diffs:
+        out["floor_ckpt_loss_lt_1e-5"] = max(diffs) < 1e-5
+    return out
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.mode:
@@ -267,13 +306,13 @@ def main(argv=None) -> int:
                           "rows": fits_table(args.rank, args.prompt + args.completion,
                                              args.completion)}))
         return 0
-    results = {mode: spawn(args, mode, mmap=args.device == "cpu") for mode in MODES}
+    results = {mode: spawn(args, mode, mmap=args.device == "cpu") for mode in args.modes}
     if args.device == "cpu":  # step times from a pass with glibc's default heap
-        for mode in MODES:
+        for mode in args.modes:
             timed = spawn(args, mode, mmap=False)
             results[mode].update(step_s=timed["step_s"], first_step_s=timed["first_step_s"],
                                  timing_pass_loss=timed["loss"])
-    full = results["full"]["peak_bytes"]
+    full = results["full"]["peak_bytes"] if "full" in results else None
     gib = 2**30
     out = {
         "benchmark": "memory_modes", "shape": args.shape, "device": args.device,
@@ -282,25 +321,20 @@ def main(argv=None) -> int:
         "peak_measure": "cuda max_memory_allocated" if args.device == "cuda"
         else f"ru_maxrss minus RSS after imports (MALLOC_MMAP_THRESHOLD_={MMAP_THRESHOLD})",
         "modes": {mode: {"peak_gib": round(r["peak_bytes"] / gib, 3),
-                         "peak_vs_full": round(r["peak_bytes"] / full, 3),
+                         "peak_vs_full": round(r["peak_bytes"] / full, 3) if full else None,
                          "step_s": r["step_s"], "first_step_s": r["first_step_s"],
                          "loss": r["loss"],
                          "grad_norm": r["grad_norm"],
                          "trainable_params": r["trainable_params"],
+                         "weights_dtype": r["weights_dtype"],
+                         "mixed_precision": r["mixed_precision"],
                          "predicted_gib": round(r["predicted_bytes"] / gib, 3),
                          "measured_over_predicted": round(r["peak_bytes"]
                                                           / r["predicted_bytes"], 3)}
                   for mode, r in results.items()},
         "updates": args.updates,
-        # the first update's loss: the same weights and batch in every mode
-        "ckpt_loss_diff_full": abs(results["full"]["loss"] - results["full+ckpt"]["loss"]),
-        "ckpt_loss_diff_lora": abs(results["lora"]["loss"] - results["lora+ckpt"]["loss"]),
-        "last_loss_diff_full": abs(results["full"]["losses"][-1]
-                                   - results["full+ckpt"]["losses"][-1]),
     }
-    out["floor_lora_ckpt_le_40pct"] = out["modes"]["lora+ckpt"]["peak_vs_full"] <= 0.40
-    out["floor_ckpt_loss_lt_1e-5"] = max(out["ckpt_loss_diff_full"],
-                                         out["ckpt_loss_diff_lora"]) < 1e-5
+    out.update(comparisons(results, out["modes"]))
     print(json.dumps(out))
     return 0
 

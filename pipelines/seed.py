@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     """Seed (or copy) the model and record its MLflow run beside it."""
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.policy.accelerator import make_accelerator
+    from crsp_ops.crsp.policy.precision import training_precision
     from crsp_ops.crsp.selfplay.seeding import run_seeding
     from crsp_ops.crsp.tasks.limo import load_limo_result, split_heldout
     from crsp_ops.inference.hf_chat import checked_template_kwargs
@@ -46,13 +47,16 @@ def run(args: argparse.Namespace) -> int:
     resolved = load_settings(project_root(), args.overrides)
     settings, root = resolved.settings, resolved.root
     seeding, out = settings.seeding, root / args.out
-    model, tokenizer = load_causal_lm(root / args.model)
+    # seeding is full fine-tuning: fp32 weights, model.dtype's compute (precision module)
+    precision = training_precision(settings.model.dtype, settings.model.device)
+    model, tokenizer = load_causal_lm(root / args.model, dtype=precision.load_dtype)
     kwargs = checked_template_kwargs(  # a key the template ignores stops before a run
         tokenizer, settings.generation.template_kwargs)
     name = run_name("seed", "limo", settings.model.source,
                     f"{seeding.steps}steps" if seeding.enabled else "off")
     with start_run("seed", resolved, run_name=name,
-                   tags={"crsp.seeding": str(seeding.enabled)}) as tracker:
+                   tags={"crsp.seeding": str(seeding.enabled), **precision.tags(model)}
+                   ) as tracker:
         record_run(out, tracker)
         summary = {"enabled": seeding.enabled, "steps": 0}
         if seeding.enabled:
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 learning_rate=seeding.learning_rate, batch_size=seeding.batch_size,
                 alpha=seeding.alpha, max_seq_len=seeding.max_seq_len, seed=settings.crsp.seed,
                 chat_template_kwargs=kwargs,
-                accelerator=make_accelerator("no", settings.model.device),
+                accelerator=make_accelerator(precision.mixed_precision, settings.model.device),
                 on_step=lambda step, metrics: tracker.log_metrics(
                     {f"seed/{k}": v for k, v in metrics.items()}, step=step))
             summary.update(steps=result.steps, final_loss=result.final_loss,

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     """Train and write the outputs; see the module docstring."""
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.policy.accelerator import make_accelerator
+    from crsp_ops.crsp.policy.precision import training_precision
     from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint
     from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
     from crsp_ops.crsp.trainer.options import SelfPlaySettings
@@ -87,16 +88,21 @@ def run(args: argparse.Namespace) -> int:
         require_model(root / args.model)  # one line, not a traceback, for a wrong --model
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
-    accelerator = make_accelerator(settings.train.mixed_precision, settings.model.device)
+    precision = training_precision(  # an unsupported dtype stops here, before any run
+        settings.model.dtype, settings.model.device, lora=settings.train.lora_rank > 0,
+        mixed_precision=settings.train.mixed_precision)
+    accelerator = make_accelerator(precision.mixed_precision, settings.model.device)
     user_task = load_dataset_tasks(settings.train, root, settings.crsp.seed) \
         if settings.train.dataset else None  # bad data or rewards fail here, before any run
-    model, tokenizer = load_causal_lm(checkpoint or root / args.model)
+    model, tokenizer = load_causal_lm(checkpoint or root / args.model,
+                                      dtype=precision.load_dtype)
     checked_template_kwargs(tokenizer, settings.generation.template_kwargs)  # before a run
     if user_task is not None:
         train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
     else:
         train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
     name, tags = run_identity(settings, root / args.model, checkpoint, heldout_tasks)
+    tags.update(precision.tags(model))  # the dtype the weights were loaded in
     tracking = (start_run("train", resolved, run_name=name, tags=tags)
                 if accelerator.is_main_process else nullcontext(NullTracker()))
     with tracking as run_tracker:

@@ -44,3 +44,16 @@ def test_full_fine_tuning_at_1_5b_matches_the_h200_measurement():
 def test_sharding_splits_the_optimizer_step_too():
     params = llama_params(*QWEN_1_5B)
     assert formula(params, params, True, shards=8)["optimizer_step"] == 4 * params // 8
+
+
+def test_a_bf16_base_counts_two_bytes_per_frozen_parameter_and_four_per_trained_one():
+    params, adapter = llama_params(*QWEN_1_5B), 10**6
+    fp32 = formula(params + adapter, adapter, checkpointing=False)
+    bf16 = formula(params + adapter, adapter, checkpointing=False, weight_bytes=2,
+                   activation_bytes=2)
+    assert fp32["weights"] == 4 * (params + adapter)
+    assert bf16["weights"] == 2 * params + 4 * adapter  # the adapter stays fp32
+    assert 2 * bf16["activations"] == fp32["activations"]
+    assert bf16["grads_and_optimizer"] == fp32["grads_and_optimizer"] == 12 * adapter
+    # full fine-tuning trains every weight: fp32 whatever the frozen weights' bytes
+    assert formula(params, params, True, weight_bytes=2)["weights"] == 4 * params

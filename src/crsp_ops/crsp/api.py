@@ -23,6 +23,8 @@ from typing import Any
 
 from crsp_ops.atomic_io import atomic_write_jsonl
 from crsp_ops.config import load_settings
+from crsp_ops.crsp.policy.accelerator import make_accelerator
+from crsp_ops.crsp.policy.precision import training_precision
 from crsp_ops.crsp.rewards.functions import RewardFunction, load_reward_function
 from crsp_ops.crsp.trainer.loop import SelfPlayTrainer, TrainResult
 from crsp_ops.crsp.trainer.options import SelfPlaySettings
@@ -85,15 +87,19 @@ class CRSPTrainer:
         ``self.trainer`` is the trainer afterwards (its ``curve`` holds the held-out points).
         """
         settings = self.settings
-        model, tokenizer = load_causal_lm(self.model_dir)
+        precision = training_precision(settings.model.dtype, "auto",  # the trainer's device
+                                       lora=settings.train.lora_rank > 0,
+                                       mixed_precision=settings.train.mixed_precision)
+        model, tokenizer = load_causal_lm(self.model_dir, dtype=precision.load_dtype)
         with start_run("train", self.resolved, run_name=f"train-api-{self.model_dir.name}",
-                       tags={"crsp.api": "CRSPTrainer"}) as tracker:
+                       tags={"crsp.api": "CRSPTrainer", **precision.tags(model)}) as tracker:
             log_inputs(tracker, self.task.inputs)
             self.trainer = SelfPlayTrainer(
                 model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward,
                                                    settings.train, settings.generation),
                 out_dir=self.output_dir, tasks=self.task.train,
-                heldout_tasks=self.task.heldout, rewards=self.task.rewards, tracker=tracker)
+                heldout_tasks=self.task.heldout, rewards=self.task.rewards, tracker=tracker,
+                accelerator=make_accelerator(precision.mixed_precision, "auto"))
             return self.trainer.train()
 
 

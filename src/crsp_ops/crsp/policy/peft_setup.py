@@ -2,8 +2,9 @@
 
 ``prepare_policy`` turns the base model into what the optimizer sees: with
 ``train.lora_rank > 0`` a ``peft`` LoRA model whose base weights are frozen (AdamW keeps state
-for the adapter only), with ``train.gradient_checkpointing`` HF's non-reentrant activation
-checkpointing on every decoder layer. The non-reentrant form needs no
+for the adapter only, which is fp32 whatever the base's dtype, ``model.dtype``), with
+``train.gradient_checkpointing`` HF's non-reentrant activation checkpointing on every decoder
+layer. The non-reentrant form needs no
 ``enable_input_require_grads``: it recomputes a layer even when its inputs need no gradient
 (the frozen embedding under LoRA), which the reentrant form would silently skip.
 
@@ -50,7 +51,8 @@ def prepare_policy(model: Any, train: TrainSettings) -> Any:
         model.config.use_cache = False  # generation turns it back on per call (HF)
     config = lora_config(train)
     if config is not None:
-        model = get_peft_model(model, config)
+        # a bf16/fp16 base (model.dtype) still gets an fp32 adapter: the weights AdamW updates
+        model = get_peft_model(model, config, autocast_adapter_dtype=True)
     trainable, total = parameter_counts(model)
     logger.info("trainable parameters: %d of %d (%.3f%%)", trainable, total,
                 100.0 * trainable / max(total, 1))
