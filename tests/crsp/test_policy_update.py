@@ -12,18 +12,16 @@ from accelerate import Accelerator
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from crsp_ops.crsp.rl.algorithms import get_algorithm
-from crsp_ops.crsp.rl.update import (
+from crsp_ops.crsp.rl.micro_batching import (
     ACTIVATION_BUDGET,
     CPU_TOKEN_BUDGET,
     MEMORY_FRACTION,
-    UpdateOptions,
     activation_bytes_per_token,
     free_device_bytes,
     micro_batches,
-    policy_update,
     token_budget,
-    token_logprobs,
 )
+from crsp_ops.crsp.rl.update import UpdateOptions, policy_update, token_logprobs
 from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
 

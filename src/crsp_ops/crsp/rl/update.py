@@ -7,12 +7,9 @@ measure only real staleness (a server serving older weights, or a second update 
 With in-process (on-policy) generation the first epoch's detached log-probs replace the
 sampler's: the ratio is exactly 1 there, with no second forward.
 
-Cost and memory: rows are sorted by length and packed into micro-batches of at most
-``micro_batch_size`` rows and ``micro_batch_tokens`` padded tokens, so activation memory is
-bounded whatever the rollout lengths. By default the token budget is sized per device
-(``token_budget``): on CUDA half the free memory over the model's activation and logits bytes
-per token; on a CPU the measured fastest size, since each micro-batch also pays costs that
-scale with the parameters, not its tokens. The model computes logits only from the
+Cost and memory: rows are packed into micro-batches by length under a padded-token budget
+sized per device (``micro_batching``), so activation memory is bounded whatever the rollout
+lengths. The model computes logits only from the
 micro-batch's first response position on (``logits_to_keep``: prompt positions never reach the
 vocabulary projection), and the chosen log-probs are a gather minus a chunked logsumexp.
 Micro-batches accumulate gradients; each micro loss carries per-token weights computed from
@@ -52,6 +49,7 @@ import torch.nn.functional as F
 from crsp_ops.crsp.policy.sharding import as_float, most_over_ranks
 from crsp_ops.crsp.rl.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
 from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
+from crsp_ops.crsp.rl.micro_batching import device_token_budget, micro_batches
 from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
 from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
 from crsp_ops.crsp.rl.trrpg import RatioClip
@@ -124,100 +122,6 @@ def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     # predictions for positions first..T-1, without a full-vocabulary float32 copy
     chosen = gathered_logprobs(logits[:, :-1], input_ids[:, first:], temperature=temperature)
     return F.pad(chosen, (first, 0))  # (B, T)
-
-
-ACTIVATION_BUDGET = 2**23  # tokens × layers × hidden: the fallback where free memory is unknown
-# On a CPU, speed sets the size, not memory: the measured best on SmolLM2-135M and the 4 × 128
-# tiny model (benchmarks/RESULTS.md, "the update vs TRL's"); fewer, bigger micro-batches save
-# the per-pass costs that scale with the parameters (gradient accumulation into every weight,
-# the tied vocabulary's dense embedding gradient), bigger ones leave the caches.
-CPU_TOKEN_BUDGET = 1024
-MEMORY_FRACTION = 0.5  # of the device's free memory one micro-batch's activations may take
-
-
-def activation_bytes_per_token(model: Any) -> int:
-    """Bytes one padded token keeps alive for backward: its activations and its logits row.
-
-    Per layer ``16 · hidden + 4 · intermediate`` elements (a Llama block's saved tensors:
-    norms, projections, rotary copies, attention output, the SwiGLU products), plus ``2 · vocab``
-    (the logits and their gradient), at the parameters' element size (float32 master weights
-    under autocast count 4 bytes: an over-estimate, on the safe side). 0: no config.
-    """
-    inner = getattr(model, "module", model)
-    config = getattr(inner, "config", None)
-    layers = getattr(config, "num_hidden_layers", 0)
-    hidden = getattr(config, "hidden_size", 0)
-    if not layers or not hidden:
-        return 0
-    intermediate = getattr(config, "intermediate_size", None) or 4 * hidden
-    vocab = getattr(config, "vocab_size", 0) or 0
-    parameter = next(inner.parameters(), None) if hasattr(inner, "parameters") else None
-    element = parameter.element_size() if parameter is not None else 4
-    return element * (layers * (16 * hidden + 4 * intermediate) + 2 * vocab)
-
-
-def free_device_bytes(device: torch.device, gradient_bytes: int = 0) -> int | None:
-    """Memory a micro-batch can use on a CUDA ``device``; ``None`` where unknown (no CUDA).
-
-    Free memory plus what torch's allocator holds unused, minus ``gradient_bytes`` still to be
-    allocated by the first backward.
-    """
-    if device.type != "cuda" or not torch.cuda.is_available():
-        return None
-    free, _ = torch.cuda.mem_get_info(device)
-    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
-    return max(0, free + cached - gradient_bytes)
-
-
-def token_budget(model: Any, activation_budget: int | None = None, *,
-                 device_type: str = "cuda", free_bytes: int | None = None) -> int:
-    """Padded tokens per micro-batch (a row longer than that gets a micro-batch of its own).
-
-    * ``activation_budget``: tokens that keep ``tokens × layers × hidden`` under it;
-    * on ``device_type="cpu"``: ``CPU_TOKEN_BUDGET``, the measured fastest;
-    * with ``free_bytes`` (``free_device_bytes``): ``MEMORY_FRACTION`` of it over
-      ``activation_bytes_per_token``: Qwen2-0.5B in float32 on 60 GiB free gets 7,223 tokens;
-    * otherwise ``tokens × layers × hidden <= ACTIVATION_BUDGET``: SmolLM2-135M (30 × 576) 485.
-    """
-    if activation_budget is None and device_type == "cpu":
-        return CPU_TOKEN_BUDGET
-    per_token = activation_bytes_per_token(model)
-    if activation_budget is None and free_bytes is not None and per_token:
-        return max(1, int(MEMORY_FRACTION * free_bytes) // per_token)
-    activation_budget = ACTIVATION_BUDGET if activation_budget is None else activation_budget
-    config = getattr(getattr(model, "module", model), "config", None)
-    width = getattr(config, "num_hidden_layers", 0) * getattr(config, "hidden_size", 0)
-    return max(1, activation_budget // width) if width else activation_budget
-
-
-def device_token_budget(model: Any, device: torch.device, params: Sequence[torch.Tensor]) -> int:
-    """``token_budget`` on ``device``: from its free memory where known.
-
-    Gradients not yet allocated (``params`` whose ``grad`` is ``None``) are set aside.
-    """
-    pending = sum(p.numel() * p.element_size() for p in params if p.grad is None)
-    return token_budget(model, device_type=device.type,
-                        free_bytes=free_device_bytes(device, pending))
-
-
-def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
-    """Row indices grouped by length: at most ``max_rows`` rows and ``max_tokens`` padded tokens.
-
-    A row longer than ``max_tokens`` gets a micro-batch of its own.
-
-    >>> micro_batches([5, 1, 4, 2], max_rows=3, max_tokens=8)
-    [[1, 3], [2], [0]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    groups: list[list[int]] = []
-    for index in order:
-        group = groups[-1] if groups else None
-        # sorted ascending: the newcomer is the longest, so it sets the padded width
-        if group and len(group) < max_rows and (len(group) + 1) * lengths[index] <= max_tokens:
-            group.append(index)
-        else:
-            groups.append([index])
-    return groups
 
 
 def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
