@@ -117,9 +117,8 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         self.heldout_tasks = [task for task in heldout_tasks if isinstance(task, PromptTask)] \
             or [task for task in heldout_tasks if isinstance(task, MathTask)][
                 : train.eval_math_tasks]
-        self.context = InferenceContext(  # renders prompts as the backend does
-            tokenizer, logprob_semantics="processed",
-            chat_template_kwargs=settings.generation.template_kwargs)
+        self.context = InferenceContext(tokenizer, logprob_semantics="processed",  # as generated
+                                        chat_template_kwargs=settings.generation.template_kwargs)
         self.generation = generation or self._default_generation()
         # in-process samples come from the very weights being trained: ratio exactly 1
         self.update_options = update_options(
