@@ -198,3 +198,8 @@ def test_an_oversized_function_is_reported(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (package / "long.py").write_text(f"def long():\n{body}")
     assert _oversized(tmp_path) == [f"src/pkg/long.py:1 long: {MAX_FUNCTION_LINES + 1} lines"]
+
+
+def test_the_training_loop_stays_thin():
+    loop = REPO / "src/crsp_ops/crsp/trainer/loop.py"
+    assert len(loop.read_text().splitlines()) <= 300, "move a hook out of trainer/loop.py"
