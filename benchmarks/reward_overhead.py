@@ -7,7 +7,8 @@ One step's solve samples (``--tasks`` edge-math tasks x ``--samples``, sampled o
 times in one process:
 
 * ``direct``: the code the solve step ran before reward functions existed: ``check_solutions``
-  then ``length_reward``, ``solve_reward`` and ``format_rule_reward`` per sample;
+  then ``length_reward``, ``alpha_s`` weighing correctness against length, and
+  ``format_rule_reward`` per sample;
 * ``builtin_set``: the same checks through the plug-in road the trainer now takes
   (``builtin_solve_rewards``: three TRL-signature functions, called, validated and combined
   by ``RewardSet.score`` from ``reward_call``'s keyword arguments);
@@ -34,7 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from crsp_ops.config import load_settings  # noqa: E402
 from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
 from crsp_ops.crsp.rewards.alpha_schedule import Alphas  # noqa: E402
-from crsp_ops.crsp.rewards.formulas import format_rule_reward, length_reward, solve_reward  # noqa: E402
+from crsp_ops.crsp.rewards.formulas import format_rule_reward, length_reward  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState, load_reward_function  # noqa: E402
 from crsp_ops.crsp.rewards.solve import (  # noqa: E402
     at_alphas,
@@ -73,7 +74,7 @@ def direct_rewards(tasks, conversations, completions, executor, settings, alpha_
         length = length_reward(len(completion.token_ids),
                                max_length=settings.reward.length_max_length,
                                penalty_threshold=settings.reward.length_penalty_threshold)
-        role = solve_reward(float(check.correct), length, alpha_s)
+        role = alpha_s * float(check.correct) + (1.0 - alpha_s) * length
         out.append(format_rule_reward(well_formed=check.well_formed, passed=check.correct,
                                       role_reward=role))
     return out
