@@ -62,7 +62,7 @@ def test_a_preset_sets_its_keys_and_labels_them(name):
     train = resolved.settings.train
     for key, value in PRESETS[name].items():
         assert getattr(train, key.split(".", 1)[1]) == value, key
-        assert resolved.sources[key] in (f"preset:{name}", "Kconfig"), key
+        assert resolved.sources[key] == f"preset:{name}", key
 
 
 def test_grpo_is_trls_loss_and_a_key_you_set_wins():

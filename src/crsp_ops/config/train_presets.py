@@ -18,7 +18,6 @@ field, is the table in docs/training.md:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 _NO_KL = {"train.beta_propose": 0.0, "train.beta_solve": 0.0, "train.beta_critique": 0.0,
@@ -56,12 +55,8 @@ def apply_preset(values: dict[str, Any], sources: dict[str, str]) -> None:
     (0.0, 'preset:grpo', 0.3)
     """
     name = values.get("train.preset", "none")
-    for key, value in preset_values(name).items():
+    for key, value in PRESETS[name].items():  # Kconfig's choice keeps unknown names out
         if key in values and sources.get(key) == "Kconfig":
             values[key] = value
             sources[key] = f"preset:{name}"
 
-
-def preset_values(name: str) -> Mapping[str, Any]:
-    """The keys preset ``name`` sets (Kconfig's choice keeps unknown names out)."""
-    return PRESETS[name]
