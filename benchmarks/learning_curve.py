@@ -190,7 +190,8 @@ def arm_settings(args, arm: str, seed: int | None = None):
         f"train.temperature={args.temperature}",
         f"train.max_new_tokens_solve={args.max_new_tokens}",
         f"train.steps={args.steps}", f"generation.batch_size={args.batch_size}",
-        "train.eval_interval=0", "train.checkpoint_interval=1000000"]
+        "train.eval_interval=0", "train.checkpoint_interval=1000000",
+        *([f"train.dataset={args.dataset}"] if args.dataset else [])]  # train.preset=auto
     served = rollout_overrides(args) if arm != "grpo" else []
     return load_settings(project_root(),
                          [*shared, *ARM_OVERRIDES[arm], *served, *args.overrides]).settings

@@ -5,7 +5,9 @@ one per training run. A run is its ``--seed`` (the tasks, their order and the he
 and its ``--sampling-seed`` (each arm's sampling; default the seed). Prints one JSON line: for
 every arm and every run that holds it, the held-out solve rate at step 0 and at ``--step``
 (default: the last evaluation every file has), the gain (after − before, paired over that
-run's tasks: the difference of the two rates), the share of well-formed answers that are
+run's tasks: the difference of the two rates), whether the run learned at all (its paired
+interval above 0; ``learned_runs`` counts them per arm), the mean-reward gain where the run
+recorded one (dataset tasks), the share of well-formed answers that are
 correct before and after (answer learning apart from format learning), and over the runs the
 mean gain and mean final rate with Student-t 95% intervals. With both arms of ``--compare``
 (default ``crsp grpo``), A − B at that step three ways:
@@ -104,10 +106,34 @@ def run_rows(report: dict, step: int) -> dict[str, dict]:
                      "sampling_seed": report["seed"] if sampling is None else sampling,
                      "before": before["solve_rate"], "after": after["solve_rate"],
                      "gain": round(after["solve_rate"] - before["solve_rate"], 4),
+                     "learned": learned(summary, step),
+                     **reward_gain(summary, step),
                      "well_formed_after": after["well_formed"],
                      "correct_among_well_formed": [round(before["solve_rate_well_formed"], 3),
                                                    round(after["solve_rate_well_formed"], 3)]}
     return rows
+
+
+def learned(summary: dict, step: int) -> bool | None:
+    """Whether the run's paired after − before interval at its last step lies above 0.
+
+    ``None`` when ``step`` is not the run's last evaluation (the interval is the last one's).
+
+    >>> learned({"curve": [{"step": 0}, {"step": 8}],
+    ...          "after_minus_before": {"diff": 0.1, "ci95": [0.02, 0.18]}}, 8)
+    True
+    """
+    if summary["curve"][-1]["step"] != step or "after_minus_before" not in summary:
+        return None
+    return summary["after_minus_before"]["ci95"][0] > 0
+
+
+def reward_gain(summary: dict, step: int) -> dict:
+    """``{"reward_gain": d}``, the run's mean-reward after − before, where it was recorded."""
+    gain = summary.get("reward_after_minus_before")
+    if gain is None or summary["curve"][-1]["step"] != step:
+        return {}
+    return {"reward_gain": gain["diff"]}
 
 
 RunKey = tuple[int, int]
@@ -178,7 +204,12 @@ def summarize(reports: list[dict], step: int | None = None,
                                "gain": seed_interval([row["gain"] for row in rows]),
                                "after": seed_interval(after),
                                "sd_after": round(statistics.stdev(after), 4)
-                               if len(after) > 1 else None}
+                               if len(after) > 1 else None,
+                               "learned_runs": [sum(row.get("learned") is True for row in rows),
+                                                len(rows)]}
+        rewards = [row["reward_gain"] for row in rows if "reward_gain" in row]
+        if len(rewards) == len(rows):
+            result["arms"][arm]["reward_gain"] = seed_interval(rewards)
     first, second = compare
     name = f"{first}_minus_{second}"
     both = [rows for rows in per_run if {first, second} <= set(rows)]

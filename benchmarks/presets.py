@@ -76,6 +76,11 @@ _PRESETS: dict[str, Preset] = {
          "--heldout", "4", "--tasks-per-step", "1", "--samples", "2", "--max-new-tokens", "16",
          "--out", "{scratch}"),
         ("--model", "{model}", "--out", "{scratch}"), heavy=True, needs=("trl",)),
+    "learning_suite.py": Preset(
+        ("--model", "{model}", "--tasks", "review_sentiment", "--runs", "2", "--steps", "1",
+         "--eval-every", "1", "--heldout", "4", "--tasks-per-step", "1", "--samples", "2",
+         "--max-new-tokens", "8", "--out", "{scratch}"),
+        ("--model", "{model}", "--out", "{scratch}"), heavy=True, needs=("trl",)),
     "train_step.py": Preset(
         ("--model", "tiny", "--tokenizer", "{model}", "--steps", "1", "--reps", "1"),
         ("--model", "tiny", "--tokenizer", "{model}"), heavy=True, needs=("trl",)),

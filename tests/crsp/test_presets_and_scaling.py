@@ -74,7 +74,20 @@ def test_grpo_is_trls_loss_and_a_key_you_set_wins():
     assert resolved.sources["train.loss_aggregation"] == "--set"
     assert resolved.sources["train.beta_solve"] == "preset:grpo"
     plain = load_settings(REPO, []).settings.train
-    assert plain.preset == "none" and plain.beta_solve == 0.05  # no preset: the defaults
+    assert plain.preset == "auto" and plain.beta_solve == 0.05  # self-play: the defaults
+
+
+def test_auto_gives_a_dataset_run_trls_grpo_defaults_and_self_play_its_own():
+    dataset = load_settings(REPO, ["train.dataset=rows.jsonl", "train.beta_solve=0.01"])
+    train = dataset.settings.train
+    assert (train.advantage_baseline, train.scale_rewards, train.loss_aggregation,
+            train.ratio_clips, train.mask_truncated) == ("task", "group", "token_mean",
+                                                         (0.2, 0.2), False)
+    assert train.beta_solve == 0.01 and dataset.sources["train.beta_solve"] == "--set"
+    assert dataset.sources["train.advantage_baseline"] == "preset:dataset"
+    self_play = load_settings(REPO, [])
+    assert self_play.settings.train.advantage_baseline == "task_type"
+    assert self_play.sources["train.advantage_baseline"] == "Kconfig"
 
 
 def test_an_unknown_preset_is_one_line_and_exit_2(scratch_project, capsys):

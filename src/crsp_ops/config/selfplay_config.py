@@ -152,7 +152,7 @@ class TrainSettings:
     lr_schedule: str  # "constant" | "linear" | "cosine"
     lr_warmup_steps: int
     sharding: str  # "none" | "fsdp2" (crsp.policy.sharding)
-    preset: str  # "none" | "crsp" | "grpo" | "dapo" | "dr_grpo" (config.train_presets)
+    preset: str  # "auto" | "dataset" | "none" | "crsp" | "grpo" | "dapo" | "dr_grpo"
     scale_rewards: str  # "auto" | "group" | "batch" | "none" (rl.advantages)
 
     def __post_init__(self) -> None:

@@ -14,6 +14,11 @@ field, is the table in docs/training.md:
   ``scale_rewards="none"``, no KL.
 * ``crsp``: the project's self-play choices: task-type baselines, TR-RPG's per-role KL to the
   sampling policy, token mean.
+* ``dataset``: what ``GRPOConfig()`` means with no argument (TRL's ``loss_type="dapo"``
+  aggregation without DAPO's clip-higher or masking): per-prompt baseline, group scaling, every
+  token of the step weighing the same, ratio clip 0.2, no KL.
+* ``auto`` (the default): ``dataset`` when the run trains on a dataset (``train.dataset`` set),
+  else every key as Kconfig declares it (the self-play defaults, which ``crsp`` names).
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ PRESETS: dict[str, dict[str, Any]] = {
                 "train.loss_aggregation": "constant_normalizer",
                 "train.loss_constant_normalizer": 0, "train.ratio_clip_low": 0.0,
                 "train.ratio_clip_high": 0.0, "train.mask_truncated": False},
+    "dataset": {**_NO_KL, **_GROUP_RELATIVE, "train.scale_rewards": "group",
+                "train.loss_aggregation": "token_mean", "train.ratio_clip_low": 0.0,
+                "train.ratio_clip_high": 0.0, "train.mask_truncated": False},
     "crsp": {"train.algorithm": "trrpg", "train.advantage_baseline": "task_type",
              "train.scale_rewards": "auto", "train.beta_propose": 0.01,
              "train.beta_solve": 0.05, "train.beta_critique": 0.1,
@@ -44,8 +52,22 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def preset_name(values: dict[str, Any]) -> str:
+    """The preset in effect: ``train.preset``, with ``auto`` resolved by ``train.dataset``.
+
+    >>> preset_name({"train.preset": "auto", "train.dataset": "rows.jsonl"})
+    'dataset'
+    >>> preset_name({"train.preset": "auto", "train.dataset": ""})
+    'none'
+    """
+    name = values.get("train.preset", "none")
+    if name == "auto":
+        return "dataset" if values.get("train.dataset") else "none"
+    return name
+
+
 def apply_preset(values: dict[str, Any], sources: dict[str, str]) -> None:
-    """Set the keys of ``values["train.preset"]`` whose value is still Kconfig's default.
+    """Set the keys of the preset in effect whose value is still Kconfig's default.
 
     >>> values = {"train.preset": "grpo", "train.beta_solve": 0.05, "train.ratio_clip": 0.3}
     >>> sources = {"train.preset": "--set", "train.beta_solve": "Kconfig",
@@ -54,7 +76,7 @@ def apply_preset(values: dict[str, Any], sources: dict[str, str]) -> None:
     >>> values["train.beta_solve"], sources["train.beta_solve"], values["train.ratio_clip"]
     (0.0, 'preset:grpo', 0.3)
     """
-    name = values.get("train.preset", "none")
+    name = preset_name(values)
     for key, value in PRESETS[name].items():  # Kconfig's choice keeps unknown names out
         if key in values and sources.get(key) == "Kconfig":
             values[key] = value

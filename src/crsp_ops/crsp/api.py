@@ -69,13 +69,15 @@ class CRSPTrainer:
                  args: Mapping[str, Any] | None = None, output_dir: str | Path = "models/crsp-api",
                  project: str | Path | None = None) -> None:
         root = project_root(project)
-        overrides = [f"{key}={_text(value)}" for key, value in (args or {}).items()]
+        self.output_dir = root / output_dir
+        train_rows = _rows(train_dataset, self.output_dir, "train")
+        overrides = [f"train.dataset={train_rows.source}",  # train.preset=auto reads it
+                     *(f"{key}={_text(value)}" for key, value in (args or {}).items())]
         self.resolved = load_settings(root, overrides)
         self.settings = self.resolved.settings
-        self.output_dir = root / output_dir
         self.model_dir = Path(model) if Path(model).is_absolute() else root / model
         self.task: DatasetTasks = tasks_from_rows(
-            _rows(train_dataset, self.output_dir, "train"),
+            train_rows,
             _rows(eval_dataset, self.output_dir, "eval") if eval_dataset is not None else None,
             [_function(reward, root) for reward in reward_funcs], self.settings.train,
             self.settings.crsp.seed)

@@ -1,0 +1,177 @@
+"""The learning-efficiency suite: CRSP beside TRL's GRPOTrainer on users' tasks, over runs.
+
+    python benchmarks/learning_suite.py --model /tmp/smollm2 --split dev --runs 4 --out /tmp/suite
+    python benchmarks/learning_suite.py --model /tmp/smollm2 --split test --runs 4 \\
+        --tasks word_problems --out /tmp/suite_test     # after benchmarks/claims/ declares it
+
+Each task is a folder of ``examples/`` written as a user writes one: ``train.jsonl``,
+``dev.jsonl``, ``test.jsonl`` (seeded, disjoint) and a reward file with TRL's signature and no
+crsp_ops import. For every task and each of the first ``--runs`` sampling seeds of the split
+(``benchmarks/splits.py``), ``benchmarks/learning_curve.py`` trains both arms from ``--model``
+on the same prompts in the same order (the split's schedule seed) with the same reward file,
+samples per prompt, prompts per step, completion budget, temperature and learning rate, and
+scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
+defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
+``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes.
+
+Per task (``learning_curve_seeds.summarize``): each arm's final success rate with a t-interval
+over runs and its run-to-run standard deviation (``sd_after``; the budget is large enough when
+it is below 0.05), the gain and mean-reward gain over runs, how many runs learned at all (paired
+interval above 0), CRSP − GRPO over runs (Welch: the runs differ only in sampling seeds) and
+paired over prompts (each prompt's success share over the runs) beside it, and the goal
+verdicts: ``within_0_02`` (mean difference ≥ −0.02) and ``ahead`` (the Welch interval above 0).
+``--out/<task>/runs.png`` draws every run's curve. One JSON line. Run it alone on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from learning_curve_seeds import summarize, tasks_interval  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from splits import LEARNING_CURVE, SPLITS  # noqa: E402
+
+from crsp_ops.atomic_io import atomic_path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+LEARNING_CURVE_SCRIPT = Path(__file__).resolve().parent / "learning_curve.py"
+GOAL_MARGIN = 0.02  # CRSP may trail GRPO by at most this much, mean over runs
+SD_BUDGET = 0.05  # run-to-run standard deviation of the final success rate at a large budget
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """A user task of the suite: its folder, reward SPEC and completion budget (tokens)."""
+
+    folder: str
+    reward: str
+    max_new_tokens: int
+
+    def eval_file(self, split: str) -> Path:
+        return ROOT / self.folder / f"{split}.jsonl"
+
+
+SUITE = {
+    "json_extraction": SuiteTask("examples/json_extraction", "reward.py:json_fields", 48),
+    "word_problems": SuiteTask("examples/word_problems", "reward.py:exact_number", 32),
+    "review_sentiment": SuiteTask("examples/review_sentiment", "reward.py:one_word_label", 16),
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
+    parser.add_argument("--tasks", nargs="+", choices=sorted(SUITE), default=sorted(SUITE))
+    parser.add_argument("--split", choices=SPLITS, default="dev")
+    parser.add_argument("--runs", type=int, default=4, help="sampling seeds per arm (>= 2)")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--eval-every", type=int, default=4)
+    parser.add_argument("--heldout", type=int, default=200, help="rows of the split's file")
+    parser.add_argument("--tasks-per-step", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=8, help="samples per prompt")
+    parser.add_argument("--learning-rate", type=float, default=1e-5)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="every task's completion budget (default: the task's own)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="a configuration override for the CRSP arm (repeatable)")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    seeds = LEARNING_CURVE[args.split].sampling_seeds
+    if not 2 <= args.runs <= len(seeds):
+        parser.error(f"--runs must be 2..{len(seeds)} (the {args.split} split's seeds)")
+    return args
+
+
+def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
+    """The ``learning_curve.py`` command of one run of one task."""
+    task = SUITE[name]
+    budget = args.max_new_tokens or task.max_new_tokens
+    return [sys.executable, str(LEARNING_CURVE_SCRIPT), "--model", str(args.model),
+            "--arms", "crsp", "grpo", "--dataset", str(ROOT / task.folder / "train.jsonl"),
+            "--eval-dataset", str(task.eval_file(args.split)),
+            "--reward", str(ROOT / task.folder / task.reward), "--steps", str(args.steps),
+            "--eval-every", str(args.eval_every), "--heldout", str(args.heldout),
+            "--tasks-per-step", str(args.tasks_per_step), "--samples", str(args.samples),
+            "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
+            "--max-new-tokens", str(budget), "--split", args.split,
+            "--sampling-seed", str(sampling_seed), "--out", str(out),
+            *(item for override in args.overrides for item in ("--set", override))]
+
+
+def run_task(args, name: str) -> list[Path]:
+    """Every run of one task (those on disk kept); the paths of their reports."""
+    reports = []
+    for sampling_seed in LEARNING_CURVE[args.split].sampling_seeds[:args.runs]:
+        out = args.out / name / f"sampling-{sampling_seed}"
+        report = out / "learning_curve.json"
+        if not report.is_file():
+            print(f"# {name}: sampling seed {sampling_seed}", file=sys.stderr, flush=True)
+            subprocess.run(run_command(args, name, sampling_seed, out), check=True,
+                           stdout=subprocess.DEVNULL)
+        reports.append(report)
+    return reports
+
+
+def verdicts(summary: dict) -> dict:
+    """The goal read off one task's summary (module docstring)."""
+    welch = summary.get("crsp_minus_grpo_welch")
+    if welch is None:
+        return {}
+    sds = {arm: summary["arms"][arm]["sd_after"] for arm in ("crsp", "grpo")}
+    return {"within_0_02": welch["diff"] >= -GOAL_MARGIN,
+            "ahead": welch["ci95"][0] is not None and welch["ci95"][0] > 0,
+            "sd_below_0_05": all(sd is not None and sd < SD_BUDGET for sd in sds.values())}
+
+
+def save_runs_figure(reports: list[dict], path: Path, title: str) -> Path:
+    """Every run's held-out success curve, one colour per arm; written atomically as PNG."""
+    figure = Figure(figsize=(7, 4.2), layout="constrained")
+    axis = figure.subplots()
+    for index, arm in enumerate(("crsp", "grpo")):
+        for run, report in enumerate(r for r in reports if arm in r["arms"]):
+            curve = report["arms"][arm]["curve"]
+            axis.plot([p["samples"] for p in curve], [p["solve_rate"] for p in curve],
+                      marker="o", color=f"C{index}", alpha=0.7,
+                      label=arm if run == 0 else None)
+    axis.set(xlabel="generated samples", ylabel="held-out success rate (greedy)", title=title)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    with atomic_path(path, suffix=".png") as tmp:
+        figure.savefig(tmp, dpi=110, format="png")
+    return path
+
+
+def summarize_task(args, name: str, paths: list[Path]) -> dict:
+    """One task's summary, paired-over-prompts interval, verdicts and figure."""
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    summary = summarize(reports)
+    journals = [path.parent / "evaluations.jsonl" for path in paths]
+    if all(journal.is_file() for journal in journals):
+        summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ("crsp", "grpo"),
+                                                            summary["step"])
+    figure = save_runs_figure(reports, args.out / name / "runs.png",
+                              f"{name} ({args.split}): every run, {len(reports)} per arm")
+    return {**summary, "goal": verdicts(summary), "figure": str(figure)}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    tasks = {}
+    for name in args.tasks:
+        tasks[name] = summarize_task(args, name, run_task(args, name))
+    settings = {key: (str(value) if isinstance(value, Path) else value)
+                for key, value in vars(args).items() if key != "tasks"}
+    print(json.dumps({"benchmark": "learning_suite", **settings, "tasks": tasks}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""benchmarks/learning_suite.py: its tasks are users' tasks, its verdicts read the goal right."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.learning_suite import ROOT, SUITE, run_command, verdicts
+
+
+def rows(task, split):
+    path = task.eval_file(split) if split != "train" else ROOT / task.folder / "train.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def reward_function(task):
+    file, name = task.reward.split(":")
+    spec = importlib.util.spec_from_file_location(f"suite_{name}", ROOT / task.folder / file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def reference_reply(row):
+    """The reply a perfect model gives, built from the columns the reward reads."""
+    if "city" in row:
+        return json.dumps({"name": row["name"], "city": row["city"]})
+    if "label" in row:
+        return row["label"].capitalize() + "."
+    return f"The answer is {row['answer']}."
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_a_suite_task_is_a_users_task_with_disjoint_splits(name):
+    task = SUITE[name]
+    source = (ROOT / task.folder / task.reward.split(":")[0]).read_text(encoding="utf-8")
+    assert "import crsp_ops" not in source and "from crsp_ops" not in source  # as for TRL
+    prompts = {split: {json.dumps(r["prompt"]) for r in rows(task, split)}
+               for split in ("train", "dev", "test")}
+    assert all(prompts.values())
+    assert not prompts["train"] & prompts["dev"] and not prompts["train"] & prompts["test"]
+    assert not prompts["dev"] & prompts["test"]
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_a_suite_reward_gives_the_reference_reply_full_marks_and_a_wrong_one_none(name):
+    task, reward = SUITE[name], reward_function(SUITE[name])
+    sample = rows(task, "dev")[:20]
+    columns = {key: [row[key] for row in sample] for key in sample[0] if key != "prompt"}
+    prompts = [row["prompt"] for row in sample]
+    assert reward(prompts, [reference_reply(row) for row in sample], **columns) == [1.0] * 20
+    wrong = [[{"role": "assistant", "content": "I cannot help with that."}] for _ in sample]
+    assert reward(prompts, wrong, **columns) == [0.0] * 20
+
+
+def test_the_command_trains_both_arms_on_the_splits_file_at_the_tasks_budget(tmp_path):
+    args = SimpleNamespace(model="m", split="test", steps=8, eval_every=4, heldout=300,
+                           tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
+                           max_new_tokens=None, overrides=["train.top_p=0.9"])
+    command = run_command(args, "word_problems", 4521, tmp_path)
+    text = " ".join(command)
+    assert "--arms crsp grpo" in text and "--split test" in text
+    assert command[command.index("--eval-dataset") + 1].endswith("word_problems/test.jsonl")
+    assert command[command.index("--max-new-tokens") + 1] == "32"
+    assert command[-2:] == ["--set", "train.top_p=0.9"]
+
+
+def summary(crsp, grpo, low):
+    return {"arms": {"crsp": {"sd_after": crsp}, "grpo": {"sd_after": grpo}},
+            "crsp_minus_grpo_welch": {"diff": low + 0.03, "ci95": [low, low + 0.06]}}
+
+
+def test_the_verdicts_read_the_margin_the_interval_and_the_spread():
+    assert verdicts(summary(0.02, 0.04, 0.01)) == {"within_0_02": True, "ahead": True,
+                                                   "sd_below_0_05": True}
+    behind = verdicts(summary(0.02, 0.07, -0.06))  # diff -0.03: past the margin
+    assert behind == {"within_0_02": False, "ahead": False, "sd_below_0_05": False}
+    assert verdicts({"arms": {}}) == {}
