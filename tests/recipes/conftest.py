@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_FILES = ("Kconfig", "kconfig", "MLproject", "dvc.yaml", ".dvcignore", "src", "pipelines")
+PROJECT_FILES = ("Kconfig", "MLproject", "dvc.yaml", ".dvcignore", "src", "pipelines")
 
 
 @pytest.fixture
