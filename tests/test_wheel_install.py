@@ -18,20 +18,12 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.recipes.conftest import SMALL
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "src", "pipelines")
 # the pipeline small: a tiny model of a few steps, two CRSP steps on two edge-math tasks
-SMALL = """\
-CONFIG_LIMO_N_SYNTHETIC=20
-CONFIG_FINANCEBENCH_N_SYNTHETIC=40
-CONFIG_FINANCEBENCH_HELDOUT_SIZE=8
-CONFIG_MODEL_TINY_HIDDEN_SIZE=32
-CONFIG_MODEL_TINY_INTERMEDIATE_SIZE=64
-CONFIG_MODEL_TINY_LAYERS=1
-CONFIG_MODEL_TINY_VOCAB_SIZE=400
-CONFIG_MODEL_TINY_TRAIN_STEPS=6
-CONFIG_MODEL_TINY_WARMUP_STEPS=1
-CONFIG_MODEL_TINY_BATCH_SIZE=4
+SMALL_TRAIN = SMALL + """\
 CONFIG_TRAIN_STEPS=2
 CONFIG_TRAIN_TASKS_PER_TYPE=2
 CONFIG_TRAIN_SOLVER_SAMPLES=2
@@ -102,7 +94,7 @@ def test_the_wheel_inits_a_project_that_trains_with_dvc_and_the_api(tmp_path):
     work.mkdir()
     _run(["crsp-ops", "init", "proj"], work, env)
     project = work / "proj"
-    (project / ".config").write_text((project / ".config").read_text() + SMALL)
+    (project / ".config").write_text((project / ".config").read_text() + SMALL_TRAIN)
     _run(["crsp-ops", "config", "sync"], project, env)
     for command in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro"]):
         _run(command, project, env)

@@ -70,8 +70,9 @@ def resolve_model(name: str | os.PathLike, root: Path, *, allow_download: bool =
         how = ("(downloads are off: set model.hub_download=y and unset HF_HUB_OFFLINE, or "
                f"fetch it with `hf download {name}`)" if not download else "(not found on the Hub)")
         raise MissingInputError(
-            f"model {name}: no such directory ({path}) and no Hugging Face model of that id in "
-            f"the local cache {hub_cache_dir()} {how}")
+            f"model {name} does not exist: no directory {path}, and no Hugging Face model of "
+            f"that id in the local cache {hub_cache_dir()} {how}; pass --model a model "
+            "directory or a cached Hub id, or run the base-model stage (crsp-ops base-model)")
     require_model(snapshot)
     return ModelSource("hub", str(name), snapshot, snapshot.name)
 
