@@ -9,6 +9,8 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export DO_NOT_TRACK := true
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_DISABLE_TELEMETRY := 1
+# The root Kconfig sources the package's declarations through this (menuconfig, defconfig).
+export CRSP_OPS_KCONFIG := $(CURDIR)/src/crsp_ops/defaults/Kconfig
 TORCH_VERSION ?= 2.13.0
 # Where pip takes torch from. Empty (the default): pip's own configuration decides; on this
 # project's build machines it resolves torch==$(TORCH_VERSION) to the CPU wheel (+cpu). Where pip

@@ -1,6 +1,7 @@
 """The ``crsp-ops`` subcommands and the driver module each one runs."""
 
 COMMANDS: dict[str, str] = {
+    "init": "pipelines.init",
     "config": "pipelines.config_cmd",
     "limo": "pipelines.limo",
     "financebench": "pipelines.financebench",

@@ -19,7 +19,7 @@ from types import ModuleType
 
 from crsp_ops.config import ConfigError
 from crsp_ops.dir_lock import hold_output_dir
-from crsp_ops.errors import DataError, InUseError, RunFailure
+from crsp_ops.errors import DataError, InUseError, RunFailure, TargetExistsError
 from crsp_ops.interrupts import Terminated, ignore_late_signals, install_handlers
 from crsp_ops.paths import project_root
 from crsp_ops.tracking import disable_telemetry
@@ -30,6 +30,7 @@ EXIT_DATA_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_RUN_FAILED = 1
 EXIT_IN_USE = 2
+EXIT_TARGET_EXISTS = 2
 
 
 def add_override_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +131,8 @@ def _run(args: argparse.Namespace, name: str, redactor: Redactor) -> int:
         return fail(f"data error: {error}", EXIT_DATA_ERROR)
     except InUseError as error:
         return fail(str(error), EXIT_IN_USE)
+    except TargetExistsError as error:
+        return fail(str(error), EXIT_TARGET_EXISTS)
     except RunFailure as error:  # its first line; the details went to the log and the run
         return fail(f"run failed: {str(error).splitlines()[0]}", EXIT_RUN_FAILED)
     except (KeyboardInterrupt, Terminated):

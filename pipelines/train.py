@@ -34,7 +34,8 @@ HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``train`` arguments."""
     parser.add_argument("--model", default=str(SEEDED_MODEL_DIR),
-                        help="HF model directory to train (the seed stage's output)")
+                        help="HF model directory to train (the seed stage's output), or a Hub "
+                             "id in the local Hugging Face cache (model.hub_download)")
     parser.add_argument("--out", default=str(CRSP_MODEL_DIR), help="output directory")
     parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
     parser.add_argument("--resume", action="store_true",
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
-    from crsp_ops.models.model_ref import require_model
+    from crsp_ops.models.model_source import resolve_model
     from crsp_ops.paths import project_root
     from crsp_ops.tracking import NullTracker, start_run
 
@@ -84,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
     settings, root = resolved.settings, resolved.root
     out = root / args.out
     checkpoint = latest_checkpoint(out) if args.resume else None
-    if checkpoint is None:
-        require_model(root / args.model)  # one line, not a traceback, for a wrong --model
+    source = None if checkpoint else resolve_model(  # one line, not a traceback, if wrong
+        args.model, root, allow_download=settings.model.hub_download)
+    model_dir = source.directory if source else root / args.model
     if args.resume and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     precision = training_precision(  # an unsupported dtype stops here, before any run
@@ -94,15 +96,14 @@ def run(args: argparse.Namespace) -> int:
     accelerator = make_accelerator(precision.mixed_precision, settings.model.device)
     user_task = load_dataset_tasks(settings.train, root, settings.crsp.seed) \
         if settings.train.dataset else None  # bad data or rewards fail here, before any run
-    model, tokenizer = load_causal_lm(checkpoint or root / args.model,
-                                      dtype=precision.load_dtype)
+    model, tokenizer = load_causal_lm(checkpoint or model_dir, dtype=precision.load_dtype)
     checked_template_kwargs(tokenizer, settings.generation.template_kwargs)  # before a run
     if user_task is not None:
         train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
     else:
         train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
-    name, tags = run_identity(settings, root / args.model, checkpoint, heldout_tasks)
-    tags.update(precision.tags(model))  # the dtype the weights were loaded in
+    name, tags = run_identity(settings, model_dir, checkpoint, heldout_tasks)
+    tags.update({**precision.tags(model), **(source.tags() if source else {})})
     tracking = (start_run("train", resolved, run_name=name, tags=tags)
                 if accelerator.is_main_process else nullcontext(NullTracker()))
     with tracking as run_tracker:

@@ -69,7 +69,7 @@ def test_dvc_yaml_code_deps_are_the_drivers_imports():
 
 
 def test_dvc_deps_check_fails_on_a_stale_dvc_yaml(tmp_path):
-    root = _copy_project(tmp_path / "project", ("src", "pipelines", "Kconfig", "kconfig",
+    root = _copy_project(tmp_path / "project", ("src", "pipelines", "Kconfig",
                                                 "dvc.yaml"))
     dvc_file = root / "dvc.yaml"
     lines = dvc_file.read_text().splitlines(keepends=True)
@@ -120,7 +120,7 @@ def _changed_deps(status: dict) -> dict[str, set[str]]:
 
 
 def test_editing_a_module_flips_dvc_status_of_exactly_the_stages_that_run_it(tmp_path):
-    root = _copy_project(tmp_path / "project", ("src", "pipelines", "Kconfig", "kconfig",
+    root = _copy_project(tmp_path / "project", ("src", "pipelines", "Kconfig",
                                                 "dvc.yaml", "params.yaml", ".dvcignore"))
     stages = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
     env = recipe_env(root)

@@ -26,3 +26,10 @@ class RunFailure(RuntimeError):
 
     The CLI prints the message's first line and exits 1; put details after a newline.
     """
+
+
+class TargetExistsError(FileExistsError):
+    """A command would write over files it was not asked to replace.
+
+    The message names the target and the flag that allows it, in one line (exit code 2).
+    """

@@ -23,6 +23,14 @@ INITIAL_DELTAS = DELTAS_DIR / "deltas_initial.json"
 EVOLUTION_DIR = Path("outputs/evolution")
 COMPARE_DIR = Path("outputs/compare")
 
+# What the package carries: the Kconfig tree, the configs/ profiles, the files `crsp-ops init`
+# writes. A project's own Kconfig sources PACKAGED_KCONFIG through $CRSP_OPS_KCONFIG.
+PACKAGE_DEFAULTS = Path(__file__).resolve().parent / "defaults"
+PACKAGED_KCONFIG = PACKAGE_DEFAULTS / "Kconfig"
+PACKAGED_CONFIGS = PACKAGE_DEFAULTS / "configs"
+PROJECT_TEMPLATE = PACKAGE_DEFAULTS / "project"
+KCONFIG_VARIABLE = "CRSP_OPS_KCONFIG"
+
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
     """Find the crsp_ops project root.
@@ -44,18 +52,33 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
             return candidate
     raise MissingInputError(
         f"not inside a crsp_ops project: no Kconfig file in {here} or its parents; run "
-        "crsp-ops in the project directory or set CRSP_OPS_ROOT to it"
+        "crsp-ops in the project directory, set CRSP_OPS_ROOT to it, or create one with "
+        "`crsp-ops init`"
     )
 
 
-CONFIG_TREE = ("Kconfig", "kconfig")  # the root Kconfig and the menus it includes
+def working_root(start: str | os.PathLike | None = None) -> Path:
+    """The project root (``project_root``) when inside one, else the working directory."""
+    try:
+        return project_root(start)
+    except MissingInputError:
+        return Path.cwd().resolve()
+
+
+def kconfig_file(root: Path) -> Path:
+    """The Kconfig a root declares its options with: its own, else the packaged defaults."""
+    own = Path(root) / "Kconfig"
+    return own if own.is_file() else PACKAGED_KCONFIG
+
+
+def point_at_packaged_kconfig() -> None:
+    """Let a project's ``source "$(CRSP_OPS_KCONFIG)"`` find the packaged tree (unless set)."""
+    os.environ.setdefault(KCONFIG_VARIABLE, str(PACKAGED_KCONFIG))
 
 
 def copy_config_tree(source_root: Path, target_root: Path) -> None:
-    """Copy the Kconfig declarations into another root (tests, benchmarks, scratch projects)."""
-    for name in CONFIG_TREE:
-        source = Path(source_root) / name
-        if source.is_dir():
-            shutil.copytree(source, Path(target_root) / name, dirs_exist_ok=True)
-        else:
-            shutil.copy(source, Path(target_root) / name)
+    """Give another root the project Kconfig of ``source_root`` (tests, benchmarks, scratch).
+
+    It sources the packaged declarations, so a copy reads the same options wherever it is.
+    """
+    shutil.copy(Path(source_root) / "Kconfig", Path(target_root) / "Kconfig")

@@ -7,7 +7,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_FILES = ("Kconfig", "kconfig", "MLproject", "dvc.yaml", ".dvcignore", "src", "pipelines")
+PROJECT_FILES = ("Kconfig", "MLproject", "dvc.yaml", ".dvcignore", "src", "pipelines")
+# .config lines that make the data stages and the tiny base model quick
+SMALL = """\
+CONFIG_LIMO_N_SYNTHETIC=20
+CONFIG_FINANCEBENCH_N_SYNTHETIC=40
+CONFIG_FINANCEBENCH_HELDOUT_SIZE=8
+CONFIG_MODEL_TINY_HIDDEN_SIZE=32
+CONFIG_MODEL_TINY_INTERMEDIATE_SIZE=64
+CONFIG_MODEL_TINY_LAYERS=1
+CONFIG_MODEL_TINY_VOCAB_SIZE=400
+CONFIG_MODEL_TINY_TRAIN_STEPS=6
+CONFIG_MODEL_TINY_WARMUP_STEPS=1
+CONFIG_MODEL_TINY_BATCH_SIZE=4
+"""
 
 
 @pytest.fixture

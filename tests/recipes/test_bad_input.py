@@ -29,7 +29,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """A project with a stand-in model, three clusters and their deltas (no pool)."""
-    root = copy_project(tmp_path_factory.mktemp("bad_input") / "p", ("Kconfig", "kconfig"))
+    root = copy_project(tmp_path_factory.mktemp("bad_input") / "p", ("Kconfig",))
     (root / "models/base").mkdir(parents=True)
     (root / "models/base/config.json").write_text("{}")
     clusters = root / "outputs/clusters"

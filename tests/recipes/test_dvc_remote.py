@@ -10,8 +10,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from tests.recipes.conftest import configure, recipe_env
-from tests.recipes.test_recipes import SMALL
+from tests.recipes.conftest import SMALL, configure, recipe_env
 
 OUTPUTS = ("data/limo", "data/financebench", "models/base")
 

@@ -6,20 +6,7 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from tests.recipes.conftest import configure, recipe_env
-
-SMALL = """\
-CONFIG_LIMO_N_SYNTHETIC=20
-CONFIG_FINANCEBENCH_N_SYNTHETIC=40
-CONFIG_FINANCEBENCH_HELDOUT_SIZE=8
-CONFIG_MODEL_TINY_HIDDEN_SIZE=32
-CONFIG_MODEL_TINY_INTERMEDIATE_SIZE=64
-CONFIG_MODEL_TINY_LAYERS=1
-CONFIG_MODEL_TINY_VOCAB_SIZE=400
-CONFIG_MODEL_TINY_TRAIN_STEPS=6
-CONFIG_MODEL_TINY_WARMUP_STEPS=1
-CONFIG_MODEL_TINY_BATCH_SIZE=4
-"""
+from tests.recipes.conftest import SMALL, configure, recipe_env
 
 
 def run(root, *command):

@@ -165,3 +165,17 @@ def test_redaction_by_key_and_by_env_value():
     assert out["server.url"] == "***"
     assert out["reflector.api_key_env"] == "OPENAI_API_KEY"  # a variable's name, not a secret
     assert out["evolve.max_new_tokens"] == "64" and out["limo.seed"] == "1"
+
+
+@pytest.mark.parametrize("rank", ["1", "3"])
+def test_a_secondary_rank_opens_no_run(project, monkeypatch, rank):
+    """Under `accelerate launch` every rank runs the job; rank 0 alone tracks it."""
+    monkeypatch.setenv("RANK", rank)
+    with start_run("unit", load_settings(project)) as tracker:
+        tracker.log_metrics({"loss": 1.0}, step=1)
+    assert type(tracker) is NullTracker
+    assert not (project / "mlflow.db").exists()
+    monkeypatch.setenv("RANK", "0")
+    with start_run("unit", load_settings(project)) as tracker:
+        pass
+    assert type(tracker) is not NullTracker and (project / "mlflow.db").exists()

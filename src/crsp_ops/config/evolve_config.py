@@ -1,4 +1,4 @@
-"""Settings of the evolution loop and its proposers (declared in kconfig/evolve.kconfig).
+"""Settings of the evolution loop and its proposers (declared in defaults/kconfig/evolve.kconfig).
 
 Kconfig is the one home of every default and help text; these frozen dataclasses carry the
 types, float bounds and the cross-field checks, which raise ``ValueError`` naming the fix.

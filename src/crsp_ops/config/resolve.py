@@ -9,6 +9,9 @@ Precedence, lowest to highest (each value remembers where it came from):
    the fix. Values edited in params.yaml itself (by hand or ``dvc exp run -S``) are honoured;
 4. ``--set section.key=value`` (CLI and MLproject parameters): one run only;
 5. the environment, for the tracking URI only: ``MLFLOW_TRACKING_URI``.
+
+Outside a project (a root without its own ``Kconfig``, e.g. the Python API run from any
+directory) only 1, 4 and 5 apply: the packaged declarations, the overrides, the environment.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from crsp_ops.config.schema import OptionSpec, load_schema
 from crsp_ops.config.sections import SECTION_TYPES, Settings
 from crsp_ops.config.train_presets import apply_preset
 from crsp_ops.config.values import parse_value, to_yaml
-from crsp_ops.paths import project_root
+from crsp_ops.paths import kconfig_file, project_root
 
 ENV_OVERRIDES = {"tracking.uri": "MLFLOW_TRACKING_URI"}
 
@@ -43,8 +46,9 @@ class ResolvedConfig:
 
 
 def schema_for(root: Path) -> dict[str, OptionSpec]:
-    """The Kconfig declarations of the project at ``root``, checked against the Settings types."""
-    specs = load_schema(root / "Kconfig", SECTION_TYPES)
+    """The Kconfig declarations of ``root`` (its own or the packaged ones), checked."""
+    kconfig = kconfig_file(root)
+    specs = load_schema(kconfig, SECTION_TYPES)
     declared = set(specs)
     typed = {
         f"{section}.{name}"
@@ -53,7 +57,7 @@ def schema_for(root: Path) -> dict[str, OptionSpec]:
     }
     if declared != typed:
         raise ConfigError(
-            f"{root / 'Kconfig'} and crsp_ops.config.sections disagree: "
+            f"{kconfig} and crsp_ops.config.sections disagree: "
             f"declared only in Kconfig {sorted(declared - typed)}, "
             f"typed only in sections {sorted(typed - declared)}"
         )
@@ -81,8 +85,8 @@ def load_settings(
     specs = schema_for(root)
     values, sources = _configured_values(root, specs)
 
-    params_path = root / "params.yaml"
-    if params_path.is_file():
+    params_path = _project_file(root, "params.yaml")
+    if params_path is not None:
         _apply_params(params_path, root, specs, values, sources)
 
     for item in overrides:
@@ -114,8 +118,8 @@ def _configured_values(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     values = {key: _typed(spec, spec.default, "Kconfig") for key, spec in specs.items()}
     sources = dict.fromkeys(specs, "Kconfig")
-    dotconfig = root / ".config"
-    if dotconfig.is_file():
+    dotconfig = _project_file(root, ".config")
+    if dotconfig is not None:
         for key, raw in read_dotconfig(dotconfig, specs).items():
             values[key] = _typed(specs[key], raw, str(dotconfig))
             sources[key] = ".config"
@@ -160,8 +164,14 @@ def _apply_params(
 
 
 def _dotconfig_sha(root: Path) -> str | None:
-    path = root / ".config"
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    path = _project_file(root, ".config")
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path is not None else None
+
+
+def _project_file(root: Path, name: str) -> Path | None:
+    """``root/name`` when ``root`` is a project (its own Kconfig) holding that file."""
+    path = root / name
+    return path if (root / "Kconfig").is_file() and path.is_file() else None
 
 
 def _split_override(item: str, specs: dict[str, OptionSpec]) -> tuple[str, str]:

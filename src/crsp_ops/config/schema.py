@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from crsp_ops.config.errors import ConfigError
+from crsp_ops.paths import point_at_packaged_kconfig
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ def _load(path: str, sections: tuple[str, ...]) -> tuple[OptionSpec, ...]:
 
     if not Path(path).is_file():
         raise ConfigError(f"{path}: Kconfig file not found")
+    point_at_packaged_kconfig()
     sink = io.StringIO()
     try:
         with redirect_stdout(sink), redirect_stderr(sink):

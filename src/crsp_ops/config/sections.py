@@ -70,6 +70,7 @@ class ModelSettings:
     source: str  # "tiny" | path to an HF model directory
     device: str  # "auto" | "cpu" | "cuda"
     dtype: str  # "auto" (as loaded) | "fp32" | "bf16" | "fp16": see crsp.policy.precision
+    hub_download: bool  # fetch a Hub id missing from the local HF cache (never when offline)
     tiny_hidden_size: int
     tiny_layers: int
     tiny_heads: int

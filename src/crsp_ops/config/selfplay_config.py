@@ -1,4 +1,4 @@
-"""Settings of CRSP self-play training and LIMO trajectory seeding (kconfig/train.kconfig).
+"""Settings of CRSP self-play training and LIMO trajectory seeding (defaults/kconfig/train.kconfig).
 
 Kconfig is the one home of every default and help text; these frozen dataclasses carry the
 types, float bounds and the cross-field checks, which raise ``ValueError`` naming the fix.
@@ -133,7 +133,7 @@ class TrainSettings:
     rewards: tuple[str, ...]  # SPEC[=WEIGHT] of each reward function
     success_threshold: float = bounded(-1e9, 1e9)
     reward_timeout_s: float = bounded(0.0, 1e6)
-    # kconfig/train_scaling.kconfig (docs/scaling.md)
+    # defaults/kconfig/train_scaling.kconfig (docs/scaling.md)
     lora_rank: int  # 0: full fine-tuning
     lora_alpha: float = bounded(0.0, 1e6, open_low=True)
     lora_dropout: float = bounded(0.0, 0.999)

@@ -1,4 +1,4 @@
-"""Settings of clusters, generation and scoring (declared in kconfig/steering.kconfig).
+"""Settings of clusters, generation and scoring (declared in defaults/kconfig/steering.kconfig).
 
 Defaults live in Kconfig only; these dataclasses carry types, float bounds and cross-field
 checks. Errors name the option to change.

@@ -8,6 +8,11 @@
                           output_dir="models/mine")
     result = trainer.train()
 
+``model`` is what TRL's ``GRPOTrainer`` takes: a model directory, a Hugging Face Hub id read
+from the local cache (downloaded only with ``model.hub_download`` on and ``HF_HUB_OFFLINE``
+unset), or a ``PreTrainedModel`` with its tokenizer as ``processing_class``. Relative paths are
+the project's (inside a crsp_ops project) or the working directory's (anywhere else, where the
+packaged defaults are the configuration and ``./mlflow.db`` the default MLflow store).
 ``reward_funcs`` are callables with TRL's signature or SPEC strings (``file.py:function``);
 a dataset is a file or folder path, a ``datasets.Dataset`` or a list of row dicts (written to
 ``<output_dir>/data/`` first, so the run records the very rows it trained on). ``args`` takes
@@ -31,7 +36,8 @@ from crsp_ops.crsp.trainer.options import SelfPlaySettings
 from crsp_ops.crsp.user_task import DatasetTasks, log_inputs, tasks_from_rows
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows
 from crsp_ops.models.loading import load_causal_lm
-from crsp_ops.paths import project_root
+from crsp_ops.models.model_source import in_memory_source, resolve_model
+from crsp_ops.paths import project_root, working_root
 from crsp_ops.tracking import start_run
 
 Dataset = str | Path | Sequence[Mapping[str, Any]] | Any  # a path, rows, or datasets.Dataset
@@ -54,28 +60,38 @@ class CRSPTrainer:
     """A CRSP trainer on a user's task (see the module docstring).
 
     Args:
-        model: an HF model directory (or a ``model_ref.json`` directory).
+        model: an HF model directory (or a ``model_ref.json`` directory), a Hub id in the local
+            cache, or a ``PreTrainedModel`` (then ``processing_class`` is its tokenizer).
         reward_funcs: callables ``fn(prompts, completions, **columns)`` or SPEC strings.
         train_dataset: rows with a ``prompt`` column.
         eval_dataset: held-out rows; default ``train.eval_split_size`` rows of the training set.
         args: configuration overrides, ``{"train.steps": 8, ...}``.
         output_dir: the final model, checkpoints and ``learning_curve.json`` go here.
-        project: the crsp_ops project directory (default: found from the working directory).
+        project: the crsp_ops project directory (default: found from the working directory;
+            outside any project, the working directory with the packaged defaults).
+        processing_class: the tokenizer (TRL's name); default: the model's own.
     """
 
-    def __init__(self, model: str | Path,
+    def __init__(self, model: str | Path | Any,
                  reward_funcs: Sequence[RewardFunction | Callable[..., Any] | str],
                  train_dataset: Dataset, eval_dataset: Dataset | None = None, *,
                  args: Mapping[str, Any] | None = None, output_dir: str | Path = "models/crsp-api",
-                 project: str | Path | None = None) -> None:
-        root = project_root(project)
+                 project: str | Path | None = None, processing_class: Any = None) -> None:
+        root = project_root(project) if project is not None else working_root()
         self.output_dir = root / output_dir
         train_rows = _rows(train_dataset, self.output_dir, "train")
         overrides = [f"train.dataset={train_rows.source}",  # train.preset=auto reads it
                      *(f"{key}={_text(value)}" for key, value in (args or {}).items())]
         self.resolved = load_settings(root, overrides)
         self.settings = self.resolved.settings
-        self.model_dir = Path(model) if Path(model).is_absolute() else root / model
+        self.model_source = (resolve_model(model, root,
+                                           allow_download=self.settings.model.hub_download)
+                             if isinstance(model, (str, Path)) else in_memory_source(model))
+        self.model_dir = self.model_source.directory  # None for a model object
+        self._model = None if self.model_dir is not None else model
+        self.processing_class = processing_class
+        if self._model is not None and processing_class is None:
+            raise ValueError("a model object needs its tokenizer: pass processing_class=")
         self.task: DatasetTasks = tasks_from_rows(
             train_rows,
             _rows(eval_dataset, self.output_dir, "eval") if eval_dataset is not None else None,
@@ -92,9 +108,13 @@ class CRSPTrainer:
         precision = training_precision(settings.model.dtype, "auto",  # the trainer's device
                                        lora=settings.train.lora_rank > 0,
                                        mixed_precision=settings.train.mixed_precision)
-        model, tokenizer = load_causal_lm(self.model_dir, dtype=precision.load_dtype)
-        with start_run("train", self.resolved, run_name=f"train-api-{self.model_dir.name}",
-                       tags={"crsp.api": "CRSPTrainer", **precision.tags(model)}) as tracker:
+        model, tokenizer = ((self._model, None) if self._model is not None else
+                            load_causal_lm(self.model_dir, dtype=precision.load_dtype))
+        tokenizer = self.processing_class or tokenizer
+        name = Path(self.model_source.name).name
+        with start_run("train", self.resolved, run_name=f"train-api-{name}",
+                       tags={"crsp.api": "CRSPTrainer", **precision.tags(model),
+                             **self.model_source.tags()}) as tracker:
             log_inputs(tracker, self.task.inputs)
             self.trainer = SelfPlayTrainer(
                 model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward,

@@ -8,6 +8,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from crsp_ops.config import ResolvedConfig
+from crsp_ops.dir_lock import is_secondary_rank
 from crsp_ops.interrupts import critical_section
 from crsp_ops.tracking.outage import OutagePolicy
 from crsp_ops.tracking.run_tags import (
@@ -65,8 +66,10 @@ def start_run(
 ) -> Iterator[Tracker]:
     """Open (or, under ``mlflow run``, resume) the run of ``job`` and log the effective config.
 
-    Yields a ``NullTracker`` when tracking is disabled. On exit, buffered metrics are flushed
-    and the run ends FINISHED, FAILED (an exception) or KILLED (Ctrl+C / SIGTERM).
+    Yields a ``NullTracker`` when tracking is disabled and in every process but rank 0 of a
+    distributed job (``accelerate launch``, ``torchrun``: one run per job). On exit, buffered
+    metrics are flushed and the run ends FINISHED, FAILED (an exception) or KILLED (Ctrl+C /
+    SIGTERM).
 
     Args:
         job: the job's name (the experiment is ``<prefix>-<job>``).
@@ -79,7 +82,7 @@ def start_run(
             KILLED first.
     """
     settings = resolved.settings.tracking
-    if not settings.enabled:
+    if not settings.enabled or is_secondary_rank(os.environ):
         yield NullTracker()
         return
     disable_telemetry()

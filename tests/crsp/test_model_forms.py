@@ -1,0 +1,117 @@
+"""Models as TRL takes them, from any directory: a path, a cached Hub id, a model object.
+
+Outside a crsp_ops project, CRSPTrainer resolves paths against the working directory, reads
+the packaged defaults and tracks to ./mlflow.db; each run records what it loaded.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from crsp_ops.crsp.api import CRSPTrainer
+from crsp_ops.errors import MissingInputError
+from crsp_ops.models.loading import load_causal_lm
+from pipelines.cli import main
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+HUB_ID = "crsp-test/tiny-chat"
+ROWS = [{"prompt": f"Count to {n}.", "n": n} for n in range(6)]
+ARGS = {"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
+        "train.max_new_tokens_solve": 4, "train.eval_split_size": 2,
+        "tracking.flush_seconds": 0.0}
+
+
+def short(prompts, completions, **_):
+    return [float(len(c) < 20) for c in completions]
+
+
+@pytest.fixture
+def anywhere(tmp_path, monkeypatch):
+    """An empty working directory that is no crsp_ops project, offline, with no store set."""
+    for variable in ("CRSP_OPS_ROOT", "DVC_ROOT", "MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch, tiny_model_dir):
+    """A Hugging Face cache holding the tiny model as ``HUB_ID`` at ``REVISION``."""
+    cache = tmp_path / "hf" / "hub"
+    repo = cache / f"models--{HUB_ID.replace('/', '--')}"
+    shutil.copytree(tiny_model_dir, repo / "snapshots" / REVISION)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(REVISION)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def _finished_run(root: Path):
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    [experiment] = [e for e in client.search_experiments() if e.name.endswith("-train")]
+    [run] = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert client.get_metric_history(run.info.run_id, "eval/solve_rate/all")
+    return run
+
+
+def test_a_relative_directory_outside_any_project(anywhere, tiny_model_dir):
+    (anywhere / "models").mkdir()
+    (anywhere / "models" / "tiny").symlink_to(tiny_model_dir)
+    trainer = CRSPTrainer("models/tiny", [short], ROWS, args=ARGS, output_dir="out")
+    assert trainer.resolved.root == anywhere
+    assert trainer.resolved.sources["train.steps"] == "--set"
+    assert trainer.train().steps_done == 1
+    assert (anywhere / "out" / "config.json").is_file()
+    tags = _finished_run(anywhere).data.tags
+    assert (tags["model.loaded_from"], tags["model.name"]) == ("directory", "models/tiny")
+
+
+def test_a_hub_id_from_the_local_cache_while_offline(anywhere, hub_cache):
+    trainer = CRSPTrainer(HUB_ID, [short], ROWS, args=ARGS, output_dir="out")
+    assert trainer.model_dir == hub_cache / f"models--crsp-test--tiny-chat/snapshots/{REVISION}"
+    assert trainer.train().steps_done == 1
+    tags = _finished_run(anywhere).data.tags
+    assert (tags["model.loaded_from"], tags["model.name"], tags["model.revision"]) == (
+        "hub", HUB_ID, REVISION)
+
+
+def test_a_model_object_with_its_processing_class(anywhere, tiny_model_dir):
+    model, tokenizer = load_causal_lm(tiny_model_dir)
+    with pytest.raises(ValueError, match="processing_class"):
+        CRSPTrainer(model, [short], ROWS, args=ARGS)
+    trainer = CRSPTrainer(model, [short], ROWS, args=ARGS, output_dir="out",
+                          processing_class=tokenizer)
+    assert trainer.train().steps_done == 1
+    assert _finished_run(anywhere).data.tags["model.loaded_from"] == "in-memory"
+
+
+def test_a_hub_id_missing_from_the_cache_never_downloads(anywhere, hub_cache, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # downloads stay off: model.hub_download is n
+    with pytest.raises(MissingInputError, match="model.hub_download"):
+        CRSPTrainer("crsp-test/not-cached", [short], ROWS, args=ARGS)
+    assert not (anywhere / "mlflow.db").exists()
+
+
+def test_the_cli_names_a_missing_hub_id_in_one_line(scratch_project, hub_cache, capsys):
+    code = main(["train", "--model", "crsp-test/not-cached", "--set", "model.hub_download=y",
+                 "--set", "train.steps=1"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1
+    assert "crsp-test/not-cached" in lines[0] and str(hub_cache) in lines[0]
+    assert not (scratch_project / "mlflow.db").exists()  # no run was opened
+
+
+def test_the_cli_trains_a_cached_hub_id(scratch_project, hub_cache):
+    assert main(["train", "--model", HUB_ID, "--out", "models/hub", "--set", "train.steps=1",
+                 "--set", "crsp.heldout_math=2", "--set", "train.eval_math_tasks=2",
+                 "--set", "train.tasks_per_type=2", "--set", "train.solver_samples=2",
+                 "--set", "train.max_new_tokens_solve=4"]) == 0
+    tags = _finished_run(scratch_project).data.tags
+    assert (tags["model.loaded_from"], tags["model.revision"]) == ("hub", REVISION)
+    assert tags["base_model.weights_sha256"]  # the content hash as for a directory
