@@ -4,7 +4,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from crsp_ops.crsp.api import CRSPTrainer
-from crsp_ops.crsp.trainer.callbacks import Callbacks, CallbackError, TrainerCallback
+from crsp_ops.crsp.trainer.callbacks import CallbackError, Callbacks, TrainerCallback
 from tests.crsp.test_selfplay_trainer import _trainer
 
 

@@ -161,8 +161,9 @@ class HeldoutEvaluation:
     """The loop's evaluation hook for ``SelfPlayTrainer``.
 
     A mixin: it reads the loop's ``episode_options``, ``executor``, ``heldout_tasks``,
-    ``generation``, ``solve_rewards`` and ``step``, appends to its ``curve`` and
-    ``heldout_verdicts``, and calls its ``callbacks``' ``on_evaluate``.
+    ``generation``, ``solve_rewards``, ``buffers`` (the epoch) and ``step``, appends to its
+    ``curve`` and ``heldout_verdicts``, calls its ``callbacks``' ``on_evaluate``, and writes
+    the curve (``save_curve``).
     """
 
     def evaluate(self) -> dict[str, float]:
