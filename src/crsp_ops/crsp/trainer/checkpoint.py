@@ -96,13 +96,12 @@ class TrainerCheckpoints:
 
         ``checkpoint`` defaults to the latest. The model's base weights are loaded by whoever
         built the model (from the same directory); a LoRA adapter from its ``adapter/``.
-
-        Returns:
-            The step to continue after (0 when there is no checkpoint).
-
         Other schedule settings (a longer ``train.steps``: the run is extended) recompute the
         schedules for them, as Hugging Face's ``Trainer`` does; the change is logged and
         tagged ``crsp.resume.schedule_change``.
+
+        Returns:
+            The step to continue after (0 when there is no checkpoint).
 
         Raises:
             ConfigError: the sharding differs from the checkpoint's run, or the schedules
