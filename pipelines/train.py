@@ -1,6 +1,7 @@
 """CRSP self-play training (TR-RPG or TRR++) of a causal LM; DVC stage and MLflow entry `train`.
 
-Reads the model (``--model``; the newest checkpoint under ``--out`` with ``--resume``) and the
+Reads the model (``--model``; with ``--resume`` the newest checkpoint under ``--out``, or
+``--resume CHECKPOINT`` that one; a longer ``train.steps`` extends a finished run) and the
 LIMO rows of the ``limo`` stage (``--limo``; optional: without them math tasks are only the
 built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics.json`` and
 ``<out>.mlflow_run.json`` beside ``--out``. Every step's metrics go to the MLflow run.
@@ -20,6 +21,7 @@ import argparse
 import logging
 import sys
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
@@ -38,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "id in the local Hugging Face cache (model.hub_download)")
     parser.add_argument("--out", default=str(CRSP_MODEL_DIR), help="output directory")
     parser.add_argument("--limo", default=str(LIMO_DIR), help="LIMO rows (file or directory)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the newest checkpoint under --out")
+    parser.add_argument("--resume", dest="resume_from", nargs="?", const=True, default=None,
+                        metavar="CHECKPOINT", help="continue from the newest checkpoint under "
+                        "--out, or from CHECKPOINT (a longer train.steps extends the run)")
     parser.add_argument("--dataset", help="train on this JSONL/CSV/Parquet file or folder "
                         "(a 'prompt' column) instead of the built-in tasks (train.dataset)")
     parser.add_argument("--eval-dataset", help="held-out rows scored every train.eval_interval "
@@ -70,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.policy.precision import training_precision
-    from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint
+    from crsp_ops.crsp.trainer.checkpoint import resume_target
     from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-    from crsp_ops.crsp.trainer.options import SelfPlaySettings
+    from crsp_ops.crsp.trainer.options import SelfPlaySettings, epoch_budget
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
@@ -84,11 +87,12 @@ def run(args: argparse.Namespace) -> int:
     resolved = load_settings(project_root(), [*args.overrides, *dataset_overrides(args)])
     settings, root = resolved.settings, resolved.root
     out = root / args.out
-    checkpoint = latest_checkpoint(out) if args.resume else None
+    resume = root / args.resume_from if isinstance(args.resume_from, str) else args.resume_from
+    checkpoint = resume_target(out, resume)  # not a checkpoint: one line, exit 2
     source = None if checkpoint else resolve_model(  # one line, not a traceback, if wrong
         args.model, root, allow_download=settings.model.hub_download)
     model_dir = source.directory if source else root / args.model
-    if args.resume and checkpoint is None:
+    if args.resume_from and checkpoint is None:
         print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
     precision = training_precision(  # an unsupported dtype stops here, before any run
         settings.model.dtype, settings.model.device, lora=settings.train.lora_rank > 0,
@@ -102,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         train_tasks, heldout_tasks, skipped_rows = user_task.train, user_task.heldout, 0
     else:
         train_tasks, heldout_tasks, skipped_rows = limo_math_tasks(settings, root / args.limo)
+    settings = replace(settings, train=epoch_budget(settings.train, train_tasks,
+                                                    accelerator.num_processes))
     name, tags = run_identity(settings, model_dir, checkpoint, heldout_tasks)
     tags.update({**precision.tags(model), **(source.tags() if source else {})})
     tracking = (start_run("train", resolved, run_name=name, tags=tags)

@@ -41,8 +41,7 @@ LOCAL = re.compile(r"rank (\d) step (\d+) local: rollouts/count=(\S+) response_t
 
 
 def _args(steps: int) -> list[str]:
-    # the resume below extends the run to 3 steps: only a schedule that does not depend on
-    # train.steps may be extended (a step-dependent one is refused on resume)
+    # the resume below extends the run to 3 steps (a constant alpha schedule: unchanged by it)
     args = ["--out", "models/crsp", "--set", f"train.steps={steps}",
             "--set", "reward.alpha_schedule=constant"]
     for item in FAST:

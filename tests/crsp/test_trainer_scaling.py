@@ -70,18 +70,23 @@ def test_lora_resume_restores_adapter_optimizer_and_policy_lag(tiny_model_dir, s
     full.close()
 
 
-def test_resume_with_another_train_steps_is_refused(tiny_model_dir, small_settings, tmp_path):
-    first = _trainer(tiny_model_dir, small_settings("train.steps=2"), tmp_path)
+def test_resume_with_another_train_steps_is_refused_under_exact_schedules(
+        tiny_model_dir, small_settings, tmp_path):
+    exact = "train.resume_exact_schedules=y"
+    first = _trainer(tiny_model_dir, small_settings("train.steps=2", exact), tmp_path)
     first.train_step()
     first.step += 1
     checkpoint = first.save_checkpoint()
     first.close()
-    again = _trainer(checkpoint, small_settings("train.steps=3"), tmp_path)
-    with pytest.raises(ConfigError, match=r"'steps': \(2, 3\)"):
+    again = _trainer(checkpoint, small_settings("train.steps=3", exact), tmp_path)
+    with pytest.raises(ConfigError, match=r"resume_exact_schedules.*'steps': \(2, 3\)"):
         again.resume(checkpoint)
     again.close()
+    extended = _trainer(checkpoint, small_settings("train.steps=3"), tmp_path)
+    assert extended.resume(checkpoint) == 1  # by default the schedules are recomputed
+    extended.close()
     # a constant alpha schedule and learning rate do not depend on train.steps
-    constant = ("reward.alpha_decay_enabled=n",)
+    constant = ("reward.alpha_decay_enabled=n", exact)
     first = _trainer(tiny_model_dir, small_settings("train.steps=2", *constant),
                      tmp_path / "constant")
     first.train_step()

@@ -21,6 +21,7 @@ CASES = {
     "evolve resume without a run": ["evolve", "--resume", "outputs/nothing_here"],
     "evolve bad option value": ["evolve", "--set", "evolve.iterations=abc"],
     "train model missing": ["train", "--model", "/nonexistent"],
+    "train resume from what is not a checkpoint": ["train", "--resume", "models/base"],
     "train chat_template_kwargs not json": [
         "train", "--set", "generation.chat_template_kwargs=notjson"],
 }

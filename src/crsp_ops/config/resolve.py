@@ -2,7 +2,8 @@
 
 Precedence, lowest to highest (each value remembers where it came from):
 
-1. ``Kconfig``: the declared default, or ``train.preset``'s for the loss keys it names;
+1. ``Kconfig``: the declared default, or ``train.preset``'s for the loss keys it names
+   (``train.steps``: 0, "from the epochs", when only ``train.num_epochs`` is set);
 2. ``.config``: the user's menuconfig choices (git-ignored, optional);
 3. ``params.yaml``: the synced values DVC tracks. It must agree with ``.config``: when .config
    changed after the last ``crsp-ops config sync`` and the two disagree, loading fails and names
@@ -29,6 +30,7 @@ from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.params_file import read_params, write_params
 from crsp_ops.config.schema import OptionSpec, load_schema
 from crsp_ops.config.sections import SECTION_TYPES, Settings
+from crsp_ops.config.selfplay_config import apply_epochs
 from crsp_ops.config.train_presets import apply_preset
 from crsp_ops.config.values import parse_value, to_yaml
 from crsp_ops.paths import kconfig_file, project_root
@@ -98,6 +100,7 @@ def load_settings(
             values[key] = _typed(specs[key], env[variable], f"${variable}")
             sources[key] = f"env:{variable}"
     apply_preset(values, sources)
+    apply_epochs(values, sources)
     return ResolvedConfig(settings=_build(values), sources=sources, root=root)
 
 

@@ -9,6 +9,7 @@ The seed's schema sections map as ``crsp`` → ``crsp``, ``trajectory_seeding`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from crsp_ops.config.fields import bounded
 
@@ -55,7 +56,7 @@ class SeedingSettings:
 
     enabled: bool
     dataset_source: str  # "stage" (the limo stage's rows) | any crsp_ops.data.limo source
-    steps: int
+    steps: int  # 0: from num_epochs (apply_epochs)
     learning_rate: float = bounded(0.0, 1.0, open_low=True)
     batch_size: int
     alpha: float = bounded(0.0, 100.0)
@@ -121,6 +122,7 @@ class TrainSettings:
     temperature: float = bounded(0.0, 10.0, open_low=True)
     checkpoint_interval: int
     keep_checkpoints: int
+    resume_exact_schedules: bool  # refuse a resume that would change the schedules
     eval_interval: int
     eval_math_tasks: int
     sample_table_interval: int
@@ -130,6 +132,7 @@ class TrainSettings:
     dataset: str  # "": the built-in tasks; else a JSONL/CSV/Parquet file or folder
     eval_dataset: str  # "": held out from train.dataset (eval_split_size rows)
     eval_split_size: int
+    num_epochs: int  # passes over the dataset; 0: train.steps sets the budget
     rewards: tuple[str, ...]  # SPEC[=WEIGHT] of each reward function
     success_threshold: float = bounded(-1e9, 1e9)
     reward_timeout_s: float = bounded(0.0, 1e6)
@@ -156,6 +159,8 @@ class TrainSettings:
     scale_rewards: str  # "auto" | "group" | "batch" | "none" (rl.advantages)
 
     def __post_init__(self) -> None:
+        if self.steps == 0 and self.num_epochs == 0:
+            raise ValueError("train.steps is 0 and train.num_epochs is 0: set one of them")
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:
             raise ValueError("train.proposals_per_step and train.tasks_per_type are both 0: "
                              "nothing would be solved; raise one of them")
@@ -184,3 +189,20 @@ class TrainSettings:
         """KL beta per role."""
         return {"propose": self.beta_propose, "solve": self.beta_solve,
                 "critique": self.beta_critique}
+
+
+def apply_epochs(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """``train.num_epochs`` sets the budget unless ``train.steps`` was set (TRL's max_steps wins).
+
+    The budget in steps needs the dataset's size, so ``train.steps`` becomes 0 here
+    ("from the epochs") and the trainer counts the steps (``trainer.options.epoch_budget``).
+
+    >>> values = {"train.num_epochs": 2, "train.steps": 24}
+    >>> sources = {"train.num_epochs": "--set", "train.steps": "Kconfig"}
+    >>> apply_epochs(values, sources)
+    >>> values["train.steps"], sources["train.steps"]
+    (0, 'train.num_epochs')
+    """
+    if values.get("train.num_epochs") and sources.get("train.steps") == "Kconfig":
+        values["train.steps"] = 0
+        sources["train.steps"] = "train.num_epochs"

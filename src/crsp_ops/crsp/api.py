@@ -31,10 +31,12 @@ from crsp_ops.config import load_settings
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.policy.precision import training_precision
 from crsp_ops.crsp.rewards.functions import RewardFunction, load_reward_function
+from crsp_ops.crsp.trainer.checkpoint import CHECKPOINTS, resume_target
 from crsp_ops.crsp.trainer.loop import SelfPlayTrainer, TrainResult
 from crsp_ops.crsp.trainer.options import SelfPlaySettings
 from crsp_ops.crsp.user_task import DatasetTasks, log_inputs, tasks_from_rows
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows
+from crsp_ops.errors import DataError
 from crsp_ops.models.loading import load_causal_lm
 from crsp_ops.models.model_source import in_memory_source, resolve_model
 from crsp_ops.paths import project_root, working_root
@@ -70,13 +72,16 @@ class CRSPTrainer:
         project: the crsp_ops project directory (default: found from the working directory;
             outside any project, the working directory with the packaged defaults).
         processing_class: the tokenizer (TRL's name); default: the model's own.
+        callbacks: ``TrainerCallback``s, or objects with some of its hooks (``on_step_end``,
+            ``on_evaluate``, ``on_save``, ``on_train_end``), called with the step and metrics.
     """
 
     def __init__(self, model: str | Path | Any,
                  reward_funcs: Sequence[RewardFunction | Callable[..., Any] | str],
                  train_dataset: Dataset, eval_dataset: Dataset | None = None, *,
                  args: Mapping[str, Any] | None = None, output_dir: str | Path = "models/crsp-api",
-                 project: str | Path | None = None, processing_class: Any = None) -> None:
+                 project: str | Path | None = None, processing_class: Any = None,
+                 callbacks: Sequence[Any] = ()) -> None:
         root = project_root(project) if project is not None else working_root()
         self.output_dir = root / output_dir
         train_rows = _rows(train_dataset, self.output_dir, "train")
@@ -98,30 +103,47 @@ class CRSPTrainer:
             [_function(reward, root) for reward in reward_funcs], self.settings.train,
             self.settings.crsp.seed)
         self.trainer: SelfPlayTrainer | None = None
+        self.callbacks = list(callbacks)
 
-    def train(self) -> TrainResult:
-        """Train for ``train.steps`` steps in one tracked run; return what was done.
+    def train(self, resume_from_checkpoint: bool | str | Path | None = None) -> TrainResult:
+        """Train up to ``train.steps`` steps in one tracked run; return what was done.
+
+        Args:
+            resume_from_checkpoint: ``True``: continue from the latest checkpoint under
+                ``output_dir``; a path: from that checkpoint. A longer ``train.steps`` than the
+                checkpoint's run extends it (the schedules are recomputed for the new total).
 
         ``self.trainer`` is the trainer afterwards (its ``curve`` holds the held-out points).
+
+        Raises:
+            DataError: the checkpoint is not one, or ``True`` finds none (before any run).
         """
         settings = self.settings
+        checkpoint = resume_target(self.output_dir, resume_from_checkpoint)
+        if resume_from_checkpoint is True and checkpoint is None:
+            raise DataError(f"resume_from_checkpoint=True: no checkpoint under "
+                            f"{self.output_dir / CHECKPOINTS}")
         precision = training_precision(settings.model.dtype, "auto",  # the trainer's device
                                        lora=settings.train.lora_rank > 0,
                                        mixed_precision=settings.train.mixed_precision)
-        model, tokenizer = ((self._model, None) if self._model is not None else
-                            load_causal_lm(self.model_dir, dtype=precision.load_dtype))
+        model, tokenizer = ((self._model, None) if self._model is not None and checkpoint is None
+                            else load_causal_lm(checkpoint or self.model_dir,
+                                                dtype=precision.load_dtype))
         tokenizer = self.processing_class or tokenizer
         name = Path(self.model_source.name).name
         with start_run("train", self.resolved, run_name=f"train-api-{name}",
-                       tags={"crsp.api": "CRSPTrainer", **precision.tags(model),
-                             **self.model_source.tags()}) as tracker:
+                       tags={"crsp.api": "CRSPTrainer", "crsp.resumed_from": str(checkpoint or ""),
+                             **precision.tags(model), **self.model_source.tags()}) as tracker:
             log_inputs(tracker, self.task.inputs)
             self.trainer = SelfPlayTrainer(
                 model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward,
                                                    settings.train, settings.generation),
                 out_dir=self.output_dir, tasks=self.task.train,
                 heldout_tasks=self.task.heldout, rewards=self.task.rewards, tracker=tracker,
-                accelerator=make_accelerator(precision.mixed_precision, "auto"))
+                accelerator=make_accelerator(precision.mixed_precision, "auto"),
+                callbacks=self.callbacks)
+            if checkpoint is not None:
+                self.trainer.resume(checkpoint)
             return self.trainer.train()
 
 

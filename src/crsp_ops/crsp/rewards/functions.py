@@ -8,7 +8,7 @@ the signature of TRL's ``GRPOTrainer`` reward functions, so one written for TRL 
   prompt is a message list (TRL's conversational form);
 * ``completion_ids``: the generated token ids;
 * every other dataset column, one value per sample (``answer``, ``tests``, ...);
-* ``trainer_state`` (``global_step``, ``max_steps``), ``log_extra(column, values)`` and
+* ``trainer_state`` (``global_step``, ``max_steps``, ``epoch``), ``log_extra(column, values)`` and
   ``log_metric(name, value)``, as TRL passes them.
 
 ``None`` means "not applicable to this sample"; the weighted sum skips it (TRL's ``nansum``).
@@ -57,8 +57,9 @@ class RewardFunction:
 class RewardState:
     """What ``trainer_state`` offers a reward function (the attributes TRL's state has)."""
 
-    global_step: int
-    max_steps: int
+    global_step: int  # the step being scored (1-based)
+    max_steps: int  # the run's budget (train.steps, or counted from train.num_epochs)
+    epoch: float = 0.0  # passes over the dataset when the step began; 0 for self-play
 
 
 def parse_reward_spec(spec: str) -> tuple[str, str, float]:

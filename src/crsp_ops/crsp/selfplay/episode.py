@@ -164,7 +164,7 @@ def propose(backend: GenerationBackend, executor: SandboxExecutor, buffers: Task
 def draw_tasks(buffers: TaskBuffers, options: EpisodeOptions, rng: random.Random) -> list[Task]:
     """``tasks_per_type`` buffer tasks of every configured problem type."""
     return [task for task_type in options.problem_types
-            for task in buffers.sample(task_type, options.tasks_per_type, rng)]
+            for task in buffers.draw(task_type, options.tasks_per_type, rng)]
 
 
 def builtin_rewards(executor: SandboxExecutor, options: EpisodeOptions,
@@ -292,7 +292,8 @@ def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: 
     Args:
         backend: generation for every role (and the creativity grader).
         executor: the sandbox.
-        buffers: where reference and solve tasks are drawn from (not modified here).
+        buffers: where reference and solve tasks are drawn from (a dataset's advances its
+            epoch position; nothing is added here).
         options: sizes, budgets and reward settings.
         rewards: the solve step's reward functions (``solve_rewards``).
         state: what the reward functions see as ``trainer_state``.

@@ -87,6 +87,15 @@ class TaskBuffers:
         pool = self.tasks(task_type)
         return [rng.choice(pool) for _ in range(count)] if pool else []
 
+    def draw(self, task_type: TaskType, count: int, rng: random.Random) -> list[Task]:
+        """A step's tasks to solve: here ``sample``'s; a dataset's come in epochs (``epochs``)."""
+        return self.sample(task_type, count, rng)
+
+    @property
+    def epoch(self) -> float:
+        """Passes over a dataset completed so far: 0 for self-play pools, which have none."""
+        return 0.0
+
     def state(self) -> dict[str, list[dict[str, Any]]]:
         """JSON-ready state of the proposals (seeds are rebuilt from code and data)."""
         return {t.value: [task_to_dict(task) for task in tasks] for t, tasks in self._added.items()}

@@ -35,7 +35,8 @@ from crsp_ops.crsp.policy.sharding import (
     load_full_weights,
 )
 from crsp_ops.crsp.trainer.learning_curve import CurvePoint
-from crsp_ops.crsp.trainer.options import schedule_record
+from crsp_ops.crsp.trainer.options import schedule_changes, schedule_record
+from crsp_ops.errors import DataError
 
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "trainer_state.pt"
@@ -45,8 +46,9 @@ logger = logging.getLogger(__name__)
 class TrainerCheckpoints:
     """The loop's checkpoint hook: save and resume ``SelfPlayTrainer``.
 
-    A mixin: it reads and restores the loop's ``model``, ``optimizer``, ``buffers``, ``rng``,
-    ``step``, ``solve_samples``, ``curve`` and ``generation``.
+    A mixin: it reads and restores the loop's ``model``, ``optimizer``, ``buffers`` (with a
+    dataset's epoch position), ``rng``, ``step``, ``solve_samples``, ``curve`` and
+    ``generation``, and calls its ``callbacks``' ``on_save``.
     """
 
     def gathered_weights(self) -> dict[str, torch.Tensor] | None:
@@ -72,34 +74,51 @@ class TrainerCheckpoints:
                  "buffers": self.buffers.state(), "rng": rng_state(self.rng),
                  "solve_samples": self.solve_samples,
                  "curve": [point.to_row() for point in self.curve],
-                 "schedules": schedule_record(self.settings)}
+                 "schedules": self.schedule_record()}
         model = self.unwrapped_model
-        return save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
+        path = save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
                                keep=self.settings.train.keep_checkpoints,
                                save_model=lambda staging: (
                                    save_hf_model(model, staging, merged=False, state=weights),
                                    save_adapter(model, staging, state=weights,
                                                 merged=self.settings.train.lora_save_merged)))
+        self.callbacks.save(self.step)
+        return path
+
+    def schedule_record(self) -> dict[str, Any]:
+        """``options.schedule_record`` of this run: alpha counts where a reward reads it."""
+        reads_alpha = self.solve_rewards.rule == "format_rule" \
+            or self.episode_options.critiques_per_task > 0
+        return schedule_record(self.settings, reads_alpha=reads_alpha)
 
     def resume(self, checkpoint: str | Path | None = None) -> int:
         """Restore optimizer, step, buffers, RNG and a LoRA adapter from ``checkpoint``.
 
         ``checkpoint`` defaults to the latest. The model's base weights are loaded by whoever
         built the model (from the same directory); a LoRA adapter from its ``adapter/``.
+        Other schedule settings (a longer ``train.steps``: the run is extended) recompute the
+        schedules for them, as Hugging Face's ``Trainer`` does; the change is logged and
+        tagged ``crsp.resume.schedule_change``.
 
         Returns:
             The step to continue after (0 when there is no checkpoint).
 
         Raises:
-            ConfigError: the schedule settings or the sharding differ from the checkpoint's
-                run (``check_resumable``).
+            ConfigError: the sharding differs from the checkpoint's run, or the schedules
+                would change under ``train.resume_exact_schedules`` (``check_resumable``).
         """
         checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(self.out_dir)
         if checkpoint is None:
             return 0
         state = load_trainer_state(checkpoint)
-        check_resumable(checkpoint, state, schedule_record(self.settings), sharded=self.sharded,
-                        sharded_format=OPTIMIZER_FORMAT)
+        changes = check_resumable(checkpoint, state, self.schedule_record(),
+                                  sharded=self.sharded, sharded_format=OPTIMIZER_FORMAT,
+                                  exact=self.settings.train.resume_exact_schedules)
+        if changes:
+            change = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in changes.items())
+            logger.warning("resumed with other schedule settings (%s): the alpha and lr "
+                           "schedules are recomputed for them", change)
+            self.tracker.set_tags({"crsp.resume.schedule_change": change})
         load_adapter(self.unwrapped_model, checkpoint,
                      load_full=load_full_weights if self.sharded else None)
         if self.sharded:
@@ -138,6 +157,25 @@ def latest_checkpoint(out_dir: Path) -> Path | None:
     """The newest complete checkpoint, or ``None``."""
     found = list_checkpoints(out_dir)
     return found[-1] if found else None
+
+
+def resume_target(out_dir: Path, resume: bool | str | Path | None) -> Path | None:
+    """The checkpoint ``resume`` names: ``True`` the latest under ``out_dir``, or a path.
+
+    ``True`` with no checkpoint under ``out_dir`` gives ``None``.
+
+    Raises:
+        DataError: a path that is not a complete checkpoint (one line, before any run).
+    """
+    if resume is None or resume is False:
+        return None
+    if resume is True:
+        return latest_checkpoint(out_dir)
+    path = Path(resume)
+    if not (path / STATE_FILE).is_file():
+        raise DataError(f"{path} is not a checkpoint (no {STATE_FILE}); a run's checkpoints are "
+                        f"<out>/{CHECKPOINTS}/step-NNNNNN")
+    return path
 
 
 def rng_state(rng: random.Random) -> dict[str, Any]:
@@ -202,27 +240,33 @@ def load_trainer_state(checkpoint: Path) -> dict[str, Any]:
 
 
 def check_resumable(checkpoint: Path, state: Mapping[str, Any], schedules: Mapping[str, Any],
-                    *, sharded: bool, sharded_format: str) -> None:
-    """Refuse a resume that would shift the schedules or change the sharding.
+                    *, sharded: bool, sharded_format: str, exact: bool = False
+                    ) -> dict[str, tuple[Any, Any]]:
+    """The schedule settings a resume changes; refuse a changed sharding (and, ``exact``, those).
 
     Args:
         checkpoint: the checkpoint directory (for the message).
         state: its ``trainer_state.pt``.
-        schedules: ``options.schedule_record`` of the settings resumed with.
+        schedules: ``schedule_record`` of the settings resumed with.
         sharded: whether this run shards its policy.
         sharded_format: the ``optimizer_format`` a sharded run writes.
+        exact: ``train.resume_exact_schedules``: a schedule change is an error.
+
+    Returns:
+        ``{key: (checkpoint's, now)}`` of the changed schedule settings.
 
     Raises:
-        ConfigError: the schedule settings or the sharding differ from the checkpoint's run.
+        ConfigError: the sharding differs, or ``exact`` and a schedule setting differs.
     """
     recorded = state.get("schedules")
-    if recorded is not None and recorded != schedules:
-        changed = {k: (recorded.get(k), schedules.get(k)) for k in {*recorded, *schedules}
-                   if recorded.get(k) != schedules.get(k)}
-        raise ConfigError(f"{checkpoint}: resuming with other schedule settings would shift "
-                          f"the alpha/lr schedules (checkpoint vs now: {changed}); resume "
-                          f"with the run's train.steps, reward.alpha_* and train.lr_*")
+    changed = schedule_changes(recorded, dict(schedules)) if recorded is not None else {}
+    if changed and exact:
+        raise ConfigError(f"{checkpoint}: train.resume_exact_schedules is on and resuming would "
+                          f"change the alpha/lr schedules (checkpoint vs now: {changed}); "
+                          f"resume with the run's train.steps, reward.alpha_* and train.lr_*, "
+                          f"or set train.resume_exact_schedules=n to recompute them")
     if sharded != (state.get("optimizer_format") == sharded_format):
         raise ConfigError(f"{checkpoint} was written by a "
                           f"{'sharded' if not sharded else 'replicated'} run: resume "
                           f"with the run's train.sharding (and accelerate config)")
+    return changed

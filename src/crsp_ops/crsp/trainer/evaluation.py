@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from crsp_ops.crsp.tasks.task_types import (
     TaskType,
     task_family,
 )
+from crsp_ops.crsp.trainer.export import save_curve
 from crsp_ops.crsp.trainer.learning_curve import curve_point
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
@@ -159,8 +161,9 @@ class HeldoutEvaluation:
     """The loop's evaluation hook for ``SelfPlayTrainer``.
 
     A mixin: it reads the loop's ``episode_options``, ``executor``, ``heldout_tasks``,
-    ``generation``, ``solve_rewards`` and ``step``, and appends to its ``curve`` and
-    ``heldout_verdicts``.
+    ``generation``, ``solve_rewards``, ``buffers`` (the epoch) and ``step``, appends to its
+    ``curve`` and ``heldout_verdicts``, calls its ``callbacks``' ``on_evaluate``, and writes
+    the curve (``save_curve``).
     """
 
     def evaluate(self) -> dict[str, float]:
@@ -175,10 +178,19 @@ class HeldoutEvaluation:
         step = max(self.step, 1)
         scores = score_heldout(
             self.generation.backend, tasks, at_alphas(self.solve_rewards, self.alphas(step)),
-            RewardState(self.step, self.settings.train.steps),
+            RewardState(self.step, self.settings.train.steps, self.buffers.epoch),
             max_new_tokens=self.settings.train.max_new_tokens_solve)
         if "all" in scores.metrics:
             self.curve.append(curve_point(self.step, self.solve_samples, scores.metrics))
             self.heldout_verdicts.append([check.correct for check in scores.checks])
-        return {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}": value
-                for name, value in scores.metrics.items()}
+        metrics = {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}":
+                   value for name, value in scores.metrics.items()}
+        self.callbacks.call("on_evaluate", self.step, metrics)
+        return metrics
+
+    def save_curve(self) -> Path | None:
+        """Write ``learning_curve.json`` and its figure to the output dir and the run."""
+        if not self.curve or not self.accelerator.is_main_process:
+            return None
+        return save_curve(self.curve, self.tracker, self.out_dir,
+                          label=self.settings.train.algorithm_name)

@@ -3,8 +3,9 @@
 A step (``train_step``) runs two hooks: ``generate_and_score`` (the episode: proposals
 validated in the sandbox, solves of new and buffered tasks, critiques, every response scored,
 flat solve groups optionally refilled) and ``update`` (rollouts through the
-``InferenceContext``, then ``rl.update.policy_update``). ``_after_step`` logs, checkpoints
-(``trainer.checkpoint``) and evaluates (``trainer.evaluation``). Settings are translated once
+``InferenceContext``, then ``rl.update.policy_update``). ``_after_step`` logs, calls the
+callbacks (``trainer.callbacks``), checkpoints (``trainer.checkpoint``) and evaluates
+(``trainer.evaluation``). Settings are translated once
 in ``trainer.options``; the policy and its generation are built in ``trainer.setup``. Under
 ``accelerate launch`` each process samples its own episode and DDP averages the gradients;
 only the main process writes. Proposed code runs only in the sandbox executor.
@@ -17,7 +18,7 @@ import random
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,14 @@ from crsp_ops.crsp.selfplay.step_metrics import (
     sample_table,
 )
 from crsp_ops.crsp.tasks.task_types import MathTask, PromptTask, Task
+from crsp_ops.crsp.trainer.callbacks import Callbacks
 from crsp_ops.crsp.trainer.checkpoint import TrainerCheckpoints
 from crsp_ops.crsp.trainer.evaluation import HeldoutEvaluation
-from crsp_ops.crsp.trainer.export import save_curve, save_final_model
+from crsp_ops.crsp.trainer.export import save_final_model
 from crsp_ops.crsp.trainer.options import (
     SelfPlaySettings,
     episode_options,
+    epoch_budget,
     make_alpha_schedule_from,
     make_buffers,
     make_executor,
@@ -87,29 +90,31 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
         accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
         generation: default from ``generation.backend`` (in-process or a managed server).
+        callbacks: ``trainer.callbacks.TrainerCallback``s (or objects with some of its hooks).
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
                  out_dir: str | Path, tasks: Sequence[Task] = (),
                  heldout_tasks: Sequence[Task] = (), rewards: RewardSet | None = None,
                  tracker: Tracker | None = None, accelerator: Any | None = None,
-                 generation: PolicyGeneration | None = None) -> None:
-        train = settings.train
+                 generation: PolicyGeneration | None = None, callbacks: Sequence = ()) -> None:
+        self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision, "auto")
+        processes, rank = self.accelerator.num_processes, self.accelerator.process_index
+        train = epoch_budget(settings.train, tasks, processes)  # train.num_epochs: its steps
+        settings = replace(settings, train=train)
         self.settings, self.out_dir, self.tokenizer = settings, Path(out_dir), tokenizer
-        self.tracker = tracker or NullTracker()
-        self.accelerator = accelerator or make_accelerator(train.mixed_precision, "auto")
+        self.tracker, self.callbacks = tracker or NullTracker(), Callbacks(callbacks)
         parts = prepare_policy_parts(model, train, self.accelerator)
         self.model, self.optimizer, self.reference = parts.model, parts.optimizer, parts.reference
         self.replica, self.sharded = parts.replica, parts.sharded
         self.trainable_params, self.total_params = parts.trainable_params, parts.total_params
-        self._own_generation = generation is None
-        self.step = 0
-        self.rng = random.Random(settings.crsp.seed + self.accelerator.process_index)
+        self._own_generation, self.step = generation is None, 0
+        self.rng = random.Random(settings.crsp.seed + rank)
         self.schedule = make_alpha_schedule_from(settings.reward)
         self.episode_options = episode_options(
             settings, dataset=any(isinstance(task, PromptTask) for task in tasks))
         self.executor = make_executor(settings.crsp)
-        self.buffers = make_buffers(settings.crsp, tasks)
+        self.buffers = make_buffers(settings.crsp, tasks, rank=rank, processes=processes)
         self.solve_rewards = rewards or builtin_solve_rewards(
             self.executor, length_max_length=settings.reward.length_max_length,
             length_penalty_threshold=settings.reward.length_penalty_threshold,
@@ -167,6 +172,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
             evaluation = self.evaluate()
             self._log(evaluation)
             self.save_curve()
+            self.callbacks.train_end(self.step, evaluation)
         except BaseException as error:
             if not isinstance(error, Exception):  # KeyboardInterrupt, SIGTERM's Terminated
                 logger.warning("interrupted after step %d: saving a checkpoint", self.step)
@@ -215,7 +221,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         """The step's episode from the current policy, every response scored."""
         self.unwrapped_model.eval()
         seed = sampling_seed(self.settings.crsp.seed, step, self.accelerator.process_index)
-        state = RewardState(step, self.settings.train.steps)
+        state = RewardState(step, self.settings.train.steps, self.buffers.epoch)
         episode = run_episode(
             self.generation.backend, self.executor, self.buffers, self.episode_options,
             rewards=self.solve_rewards, state=state, step=step, alphas=alphas, rng=self.rng,
@@ -259,6 +265,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
         train = self.settings.train
         self._log(metrics, model=self.generation_model)  # ranks' replicas: equal sums
+        self.callbacks.step_end(self.step, metrics)
         if self.step == 1:  # the first episode samples the base policy: its per-family rates
             for warning in flat_families(family_solve_counts(episode)):
                 logger.warning("step 1 (base policy): %s", warning)
@@ -273,13 +280,6 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
 
     def _log(self, metrics: dict[str, float], model: Any = None) -> None:
         log_over_ranks(self.accelerator, self.tracker, self.step, metrics, model)
-
-    def save_curve(self) -> Path | None:
-        """Write ``learning_curve.json`` and its figure to the output dir and the run."""
-        if not self.curve or not self.accelerator.is_main_process:
-            return None
-        return save_curve(self.curve, self.tracker, self.out_dir,
-                          label=self.settings.train.algorithm_name)
 
     def save_model(self, out_dir: Path) -> Path:
         """Save the final HF model dir (LoRA merged in) and ``train_summary.json``.

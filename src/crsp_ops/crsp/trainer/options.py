@@ -3,7 +3,8 @@
 Every setting the loop, the episode, the update and the checkpoint need is translated here
 once: the episode's sizes and reward settings (``EpisodeOptions``), the loss and optimisation
 (``UpdateOptions``), the alpha schedule, the sandbox, the task buffers, the record that fixes a
-run's schedules, and the seed of each step's sampling.
+run's schedules, the budget in steps of a run counted in epochs, and the seed of each step's
+sampling.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.selfplay_config import CrspSettings, RewardSettings, TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
@@ -19,6 +21,7 @@ from crsp_ops.crsp.rewards.alpha_schedule import Alphas, AlphaSchedule, make_alp
 from crsp_ops.crsp.rl.algorithms import get_algorithm
 from crsp_ops.crsp.rl.update import UpdateOptions
 from crsp_ops.crsp.selfplay.episode import EpisodeOptions
+from crsp_ops.crsp.selfplay.epochs import EpochBuffer, steps_per_epoch
 from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
 from crsp_ops.crsp.tasks import starter_tasks
 from crsp_ops.crsp.tasks.task_types import MathTask, PromptTask, Task, TaskType
@@ -89,22 +92,37 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         scale_rewards=train.scale_rewards, lockstep=lockstep, on_policy=on_policy)
 
 
-def schedule_record(settings: SelfPlaySettings) -> dict[str, Any]:
-    """What fixes a run's alpha and learning-rate schedules (checkpointed, checked on resume).
+def schedule_record(settings: SelfPlaySettings, *, reads_alpha: bool = True) -> dict[str, Any]:
+    """What fixes a run's alpha and learning-rate schedules (checkpointed, compared on resume).
 
-    ``steps`` is recorded only where a schedule depends on it.
+    ``steps`` is recorded only where a schedule depends on it, the alpha schedule only where a
+    reward reads it (``reads_alpha``: CRSP's own solve reward, or critiques).
     """
     reward, train = settings.reward, settings.train
-    alpha_moves = reward.alpha_decay_enabled and reward.alpha_schedule != "constant"
+    alpha_moves = reads_alpha and reward.alpha_decay_enabled \
+        and reward.alpha_schedule != "constant"
     record: dict[str, Any] = {
-        "alpha_schedule": reward.alpha_schedule if alpha_moves else "constant",
-        "alpha_end": [reward.alpha_s_end, reward.alpha_c_end],
         "lr_schedule": train.lr_schedule, "lr_warmup_steps": train.lr_warmup_steps,
         "steps": train.steps if alpha_moves or train.lr_schedule != "constant" else None}
+    if reads_alpha:
+        record["alpha_schedule"] = reward.alpha_schedule if alpha_moves else "constant"
+        record["alpha_end"] = [reward.alpha_s_end, reward.alpha_c_end]
     if alpha_moves:
         record["alpha_start"] = [reward.alpha_s_start, reward.alpha_c_start]
     return record
 
+
+def schedule_changes(recorded: dict[str, Any], now: dict[str, Any]
+                     ) -> dict[str, tuple[Any, Any]]:
+    """``{key: (recorded, now)}`` of what changed; a key nothing reads now never counts.
+
+    >>> schedule_changes({"steps": 2, "alpha_end": [1, 1]}, {"steps": 4})
+    {'steps': (2, 4)}
+    >>> schedule_changes({"steps": 2}, {"steps": None})
+    {}
+    """
+    return {key: (recorded.get(key), value) for key, value in now.items()
+            if value is not None and recorded.get(key) != value}
 
 
 def make_executor(crsp: CrspSettings) -> SandboxExecutor:
@@ -118,14 +136,16 @@ def make_executor(crsp: CrspSettings) -> SandboxExecutor:
                            determinism_runs=crsp.executor_determinism_runs)
 
 
-def make_buffers(crsp: CrspSettings, tasks: Sequence[Task]) -> TaskBuffers:
+def make_buffers(crsp: CrspSettings, tasks: Sequence[Task], *, rank: int = 0,
+                 processes: int = 1) -> TaskBuffers:
     """Buffers of the configured types: built-in seeds plus the math rows in ``tasks``.
 
-    A dataset's rows (``PromptTask``) replace the built-in tasks: one buffer holds them all.
+    A dataset's rows (``PromptTask``) replace the built-in tasks: one ``EpochBuffer`` holds
+    them all, drawn in epochs (``rank`` of ``processes`` take their shares of each step's).
     """
     rows = [task for task in tasks if isinstance(task, PromptTask)]
     if rows:
-        return TaskBuffers({TaskType.DATASET: rows}, capacity=len(rows))
+        return EpochBuffer(rows, seed=crsp.seed, rank=rank, processes=processes)
     math_tasks = [task for task in tasks if isinstance(task, MathTask)]
     seeds: dict[TaskType, list[Task]] = {}
     for name in crsp.problem_types:
@@ -135,6 +155,23 @@ def make_buffers(crsp: CrspSettings, tasks: Sequence[Task]) -> TaskBuffers:
             seeds[task_type] += list(math_tasks)
     capacity = max([crsp.buffer_size, *(len(tasks) for tasks in seeds.values())])
     return TaskBuffers(seeds, capacity=capacity)
+
+
+def epoch_budget(train: TrainSettings, tasks: Sequence[Task], processes: int = 1
+                 ) -> TrainSettings:
+    """``train`` with ``steps`` counted from ``num_epochs`` where it is 0 (``apply_epochs``).
+
+    Raises:
+        ConfigError: epochs without a dataset (self-play tasks have none).
+    """
+    if train.steps:
+        return train
+    rows = sum(isinstance(task, PromptTask) for task in tasks)
+    if not rows:
+        raise ConfigError("train.num_epochs counts passes over a dataset (train.dataset); "
+                          "self-play tasks have no epochs: set train.steps instead")
+    per_epoch = steps_per_epoch(rows, train.tasks_per_type * processes)
+    return replace(train, steps=train.num_epochs * per_epoch)
 
 
 def sampling_seed(seed: int, step: int, rank: int) -> int:
