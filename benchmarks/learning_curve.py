@@ -18,7 +18,8 @@ it measure the spread between training runs (``benchmarks/learning_curve_seeds.p
 interval over them).
 
 Arms:
-* ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques);
+* ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques), with
+  its defaults: on ``--dataset`` those of a dataset run (``train.preset=auto``);
 * ``trrpp``: solve-only TRR++ (the AZR baseline: whitened task-relative advantages, no KL);
 * ``selfplay``: full self-play (code_o proposals, solves, critiques) plus the math solves;
   the x axis still counts solve samples, so its extra propose/critique generation is cost;
