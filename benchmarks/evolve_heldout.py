@@ -74,6 +74,7 @@ from crsp_ops.evolve.inputs import (  # noqa: E402
 from crsp_ops.evolve.loop import LoopConfig, run_evolution  # noqa: E402
 from crsp_ops.evolve.minibatch import run_minibatch  # noqa: E402
 from crsp_ops.evolve.proposer_factory import build_proposer  # noqa: E402
+from crsp_ops.evolve.reflector import reply_validity  # noqa: E402
 from crsp_ops.evolve.store import EvolutionStore  # noqa: E402
 from crsp_ops.inference.open_backend import (  # noqa: E402
     open_backend,
@@ -229,17 +230,16 @@ def reflector_stats(history: list[Any]) -> dict[str, Any]:
     Empty for arms that made no reflector request.
 
     >>> from types import SimpleNamespace as R
-    >>> reflector_stats([R(proposer_metrics={"reflector_attempts": 2.0,
-    ...     "reflector_invalid_replies": 1.0, "reflector_latency_s": 6.0})] * 2)["validity_rate"]
+    >>> reflector_stats([R(proposer_metrics={"reflector_attempts": 2.0, "reflector_latency_s": 6.0,
+    ...     "reflector_invalid_replies": 1.0}, proposal_failed=False)] * 2)["validity_rate"]
     0.5
     """
     metrics = [row.proposer_metrics for row in history]
-    attempts = sum(m.get("reflector_attempts", 0.0) for m in metrics)
-    if not attempts:
+    valid, requests = reply_validity(history)
+    if not requests:
         return {}
-    invalid = sum(m.get("reflector_invalid_replies", 0.0) for m in metrics)
-    return {"reflector_requests": int(attempts), "reflector_valid_replies": int(attempts - invalid),
-            "validity_rate": round((attempts - invalid) / attempts, 4),
+    return {"reflector_requests": requests, "reflector_valid_replies": valid,
+            "validity_rate": round(valid / requests, 4),
             "reflector_s_per_iteration": round(
                 sum(m.get("reflector_latency_s", 0.0) for m in metrics) / len(metrics), 2),
             "failed_proposals": sum(bool(row.proposal_failed) for row in history),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from crsp_ops import openai_client
@@ -277,6 +277,21 @@ def _client_secrets(client: Any) -> list[str]:
     found = [getattr(client, "api_key", None), getattr(getattr(client, "base_url", None),
                                                         "password", None)]
     return [value for value in found if isinstance(value, str) and value]
+
+
+def reply_validity(history: Sequence[Any]) -> tuple[int, int]:
+    """(valid replies, requests) of the reflector over history rows (``proposer_metrics``).
+
+    >>> from types import SimpleNamespace as Row
+    >>> reply_validity([Row(proposer_metrics={"reflector_attempts": 3.0,
+    ...                                       "reflector_invalid_replies": 2.0}),
+    ...                 Row(proposer_metrics={})])
+    (1, 3)
+    """
+    metrics = [row.proposer_metrics for row in history]
+    requests = sum(m.get("reflector_attempts", 0.0) for m in metrics)
+    invalid = sum(m.get("reflector_invalid_replies", 0.0) for m in metrics)
+    return int(requests - invalid), int(requests)
 
 
 def _server_message(body: bytes) -> str:

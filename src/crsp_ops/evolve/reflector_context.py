@@ -61,11 +61,11 @@ class FittedPrompt:
 def estimate_tokens(messages: Messages) -> int:
     """A conservative token count: ``CHARS_PER_TOKEN`` characters a token, plus overheads.
 
-    >>> estimate_tokens([{"role": "user", "content": "x" * 10}])
-    13
+    >>> estimate_tokens([{"role": "user", "content": "x" * 10}])  # 5 + 8 + 1 (reply prefix)
+    14
     """
     return sum(math.ceil(len(m["content"]) / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD
-               for m in messages) + 1
+               for m in messages) + 1  # the assistant prefix the template appends
 
 
 def fit_prompt(
