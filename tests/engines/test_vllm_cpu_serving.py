@@ -105,7 +105,7 @@ def served(tmp_path_factory):
     settings = load_settings(config_root, overrides=[
         "generation.backend=openai_server", "generation.engine=vllm",
         f"generation.base_url=http://127.0.0.1:{free_port()}/v1",
-        f"generation.server_command={command}", "generation.memory_fraction=0.15",
+        f"generation.server_command={command}", "generation.memory_fraction=0.3",
         f"generation.served_model={SERVED}", "generation.startup_timeout_s=1200",
         f"generation.server_log={log}", "generation.canary=n",
         "generation.request_timeout_s=600", "generation.max_concurrency=4",
