@@ -74,6 +74,7 @@ from crsp_ops.evolve.inputs import (  # noqa: E402
 from crsp_ops.evolve.loop import LoopConfig, run_evolution  # noqa: E402
 from crsp_ops.evolve.minibatch import run_minibatch  # noqa: E402
 from crsp_ops.evolve.proposer_factory import build_proposer  # noqa: E402
+from crsp_ops.evolve.reflector import reply_validity  # noqa: E402
 from crsp_ops.evolve.store import EvolutionStore  # noqa: E402
 from crsp_ops.inference.open_backend import (  # noqa: E402
     open_backend,
@@ -223,6 +224,28 @@ def _composite(cols: Columns, weights: Any) -> float:
                            w_correct=weights.correctness_weight)
 
 
+def reflector_stats(history: list[Any]) -> dict[str, Any]:
+    """Validity rate (schema-valid replies / requests) and reflector seconds per iteration.
+
+    Empty for arms that made no reflector request.
+
+    >>> from types import SimpleNamespace as R
+    >>> reflector_stats([R(proposer_metrics={"reflector_attempts": 2.0, "reflector_latency_s": 6.0,
+    ...     "reflector_invalid_replies": 1.0}, proposal_failed=False)] * 2)["validity_rate"]
+    0.5
+    """
+    metrics = [row.proposer_metrics for row in history]
+    valid, requests = reply_validity(history)
+    if not requests:
+        return {}
+    return {"reflector_requests": requests, "reflector_valid_replies": valid,
+            "validity_rate": round(valid / requests, 4),
+            "reflector_s_per_iteration": round(
+                sum(m.get("reflector_latency_s", 0.0) for m in metrics) / len(metrics), 2),
+            "failed_proposals": sum(bool(row.proposal_failed) for row in history),
+            "prompt_cuts": int(sum(m.get("reflector_prompt_cut", 0.0) for m in metrics))}
+
+
 def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any],
              heldout: list[Any], initial: dict[str, float], clusters: Any, settings: Any,
              config: LoopConfig, workdir: Path, tokenize: Any,
@@ -267,7 +290,8 @@ def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any
                               r.proposer_metrics.get("optuna_model_based", 0.0) == 1.0
                               for r in outcome.history),
                           search_s=round(search_s, 1),
-                          heldout_s=round(time.perf_counter() - searched - search_s, 1))
+                          heldout_s=round(time.perf_counter() - searched - search_s, 1),
+                          **reflector_stats(outcome.history))
             rows.append(row)
             print(f"# {json.dumps(row)}", file=sys.stderr)
     return initial_cols, rows, answers
@@ -297,6 +321,13 @@ def report(*, arms: list[str], seeds: list[int], heldout_sha256: str, initial_co
     print("\n" + arm_table("initial", [initial_row]), file=sys.stderr)
     for arm in arms:
         print("\n" + arm_table(arm, [r for r in rows if r["arm"] == arm]), file=sys.stderr)
+        for r in rows:
+            if r["arm"] == arm and "validity_rate" in r:
+                print(f"seed {r['seed']}: reflector validity {r['reflector_valid_replies']}/"
+                      f"{r['reflector_requests']} ({r['validity_rate']:.0%}), "
+                      f"{r['reflector_s_per_iteration']:.1f} s/iteration, "
+                      f"{r['failed_proposals']} failed proposals, {r['prompt_cuts']} prompt cuts",
+                      file=sys.stderr)
     for name, (value, low, high) in comparisons.items():
         print(f"\n{name}: seed-average held-out composite {value:+.4f} [{low:+.4f}, {high:+.4f}] "
               "(paired over questions)", file=sys.stderr)

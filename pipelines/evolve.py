@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
 
     from crsp_ops.config import load_settings
     from crsp_ops.evolve.loop import ProposalFailedError
-    from crsp_ops.evolve.preflight import check_job_inputs
+    from crsp_ops.evolve.preflight import check_job_inputs, check_reflector
     from crsp_ops.evolve.proposer import resolve_proposer_kind
     from crsp_ops.evolve.session import JobPaths, check_output_dir, run_job
     from crsp_ops.paths import project_root
@@ -88,6 +88,8 @@ def run(args: argparse.Namespace, *, forced_proposer: str | None = None) -> int:
     check_job_inputs(paths, settings)  # a bad input fails here, before a run is opened
     kind = resolve_proposer_kind(settings.evolve.proposer,
                                  reflector_base_url=effective_base_url(settings.reflector.base_url))
+    if kind == "reflector":
+        check_reflector(settings)  # an unreachable server or unknown model: before the run
     uri = tracking_uri(resolved) if settings.tracking.enabled else None
     tags = {**run_tags(settings, kind), "crsp.out_dir": str(out)}
     if paths.resume:

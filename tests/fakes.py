@@ -22,10 +22,11 @@ class ScriptedJSONServer:
     ``count`` is the number of requests received so far, this one included; ``payload`` is
     sent as JSON, or as it is when it is ``bytes``, and a fourth item, when given, is the
     Content-Type. Request bodies, paths and headers (names lower-cased) are recorded in order.
-    Use it as a context manager.
+    A GET is answered by ``get(path) -> (status, payload)`` (not recorded), or 501 without
+    ``get``. Use it as a context manager.
     """
 
-    def __init__(self, script):
+    def __init__(self, script, get=None):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -56,9 +57,24 @@ class ScriptedJSONServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_GET(self):  # noqa: N802 (http.server naming)
+                import json
+
+                if outer.get is None:
+                    self.send_error(501)
+                    return
+                status, payload = outer.get(self.path)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def log_message(self, *args):
                 pass
 
+        self.get = get
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -113,6 +113,8 @@ class ReflectorSettings:
     max_tokens: int
     k_longest: int
     max_response_chars: int
+    context_tokens: int  # 0 = as the server reports it
+    tokenizer: str  # "" = the server's /tokenize, else an estimate
 
     def __post_init__(self) -> None:
         if not self.api_key_env.strip() or not self.api_key_env.replace("_", "").isalnum():

@@ -15,6 +15,8 @@ from crsp_ops.evolve.inputs import (
     load_questions,
     select_pool,
 )
+from crsp_ops.evolve.proposer_factory import reflector_client
+from crsp_ops.evolve.reflector_server import prompt_fit
 from crsp_ops.evolve.session import JobPaths
 from crsp_ops.models.model_ref import require_model
 
@@ -36,3 +38,16 @@ def check_job_inputs(paths: JobPaths, settings: Any) -> None:
         select_pool(questions.pool, settings.evolve.pool_index_list)
     except ValueError as error:
         raise ConfigError(f"{error}: choose indices below {len(questions.pool)}") from None
+
+
+def check_reflector(settings: Any) -> None:
+    """Raise now what the reflector's first request would: no server, no such model, no room.
+
+    Raises:
+        ConfigError: the endpoint cannot be reached, serves other models only, or
+            ``reflector.max_tokens`` leaves no room for a prompt in the model's context.
+    """
+    config = settings.reflector
+    prompt_fit(reflector_client(settings), model=config.model, max_tokens=config.max_tokens,
+               context_tokens=config.context_tokens, tokenizer=config.tokenizer,
+               timeout_s=config.timeout_s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from crsp_ops.evolve.optuna_proposer import (
 )
 from crsp_ops.evolve.proposer import Proposer
 from crsp_ops.evolve.reflector import ReflectorProposer, make_openai_client
+from crsp_ops.evolve.reflector_server import prompt_fit
 from crsp_ops.evolve.token_usage import ClusterCounter
 
 
@@ -48,15 +50,24 @@ def build_proposer(
 def _reflector(settings, *, n_clusters, **_unused) -> Proposer:
 
     config = settings.reflector
-    client = make_openai_client(
-        base_url=config.base_url, api_key_env=config.api_key_env, timeout_s=config.timeout_s
-    )
+    client = reflector_client(settings)
+    fit = prompt_fit(client, model=config.model, max_tokens=config.max_tokens,
+                     context_tokens=config.context_tokens, tokenizer=config.tokenizer,
+                     timeout_s=config.timeout_s)
     return ReflectorProposer(
         client, model=config.model, n_clusters=n_clusters, clamp=settings.evolve.clamp,
         max_attempts=config.max_attempts, retry_backoff_s=config.retry_backoff_s,
         temperature=config.temperature, max_tokens=config.max_tokens,
         k_longest=config.k_longest, max_response_chars=config.max_response_chars,
+        prompt_fit=fit,
     )
+
+
+def reflector_client(settings) -> Any:
+    """The reflector's client, as ``build_proposer`` makes it."""
+    config = settings.reflector
+    return make_openai_client(base_url=config.base_url, api_key_env=config.api_key_env,
+                              timeout_s=config.timeout_s)
 
 
 def _optuna(settings, *, initial_deltas, out_dir, worker_attrs, **_unused) -> Proposer:

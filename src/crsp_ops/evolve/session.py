@@ -34,6 +34,7 @@ from crsp_ops.evolve.iteration_outputs import iteration_metrics
 from crsp_ops.evolve.loop import EvolutionOutcome, LoopConfig, run_evolution
 from crsp_ops.evolve.minibatch import run_minibatch
 from crsp_ops.evolve.proposer_factory import build_proposer
+from crsp_ops.evolve.reflector import reply_validity
 from crsp_ops.evolve.registry import (
     prune_unfinished_versions,
     register_processor,
@@ -265,6 +266,9 @@ def _finish(store, tracker, outcome, heldout, proposer_kind, wall_s) -> None:
         "answers_generated": float(outcome.answers_generated),
         "wall_time_s": wall_s,
     }
+    valid, requests = reply_validity(outcome.history)
+    if requests:  # schema-valid reflector replies / requests, over the run
+        final["reflector_validity_rate"] = valid / requests
     tracker.log_metrics(final, step=last_step)
     store.write_json(HELDOUT, heldout.to_json())
     store.write_json(METRICS, {
