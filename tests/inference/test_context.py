@@ -308,6 +308,10 @@ def test_short_response_warns_and_counts(ctx, tokenizer, mixed_ids, caplog):
     assert len(rollout.response_tokens) == 2
     assert "only 2 response tokens for math/ex9" in caplog.text
     assert ctx.stats()["short_responses"] == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="crsp_ops.inference.context"):
+        ctx.create_rollout_from_choice(PROMPT, without_engine_ids(choice), "math", "ex10", 0.0)
+    assert ctx.stats()["short_responses"] == 2 and "ex10" not in caplog.text  # counted only
     ctx.reset_stats()
     assert set(ctx.stats().values()) == {0}
 

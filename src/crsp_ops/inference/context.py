@@ -84,7 +84,8 @@ class InferenceContext:
         tokenizer: the policy's HF tokenizer (the same one the engine serves).
         logprob_semantics: what logprobs in choices mean when a choice does not say (see
             ``request_options``: vLLM default ``raw``, SGLang ``processed``).
-        min_response_tokens: responses shorter than this are kept but logged and counted.
+        min_response_tokens: responses shorter than this are kept and counted (the first
+            one logged).
         chat_template_kwargs: extra chat-template variables; the engine must render with the
             same ones (the backend's ``chat_template_kwargs``), or prompt alignment fails.
     """
@@ -353,8 +354,10 @@ class InferenceContext:
             self.check_prompt_alignment(prompt_tokens, engine_prompt_ids)
         if len(response_tokens) < self.min_response_tokens:
             self._counts["short_responses"] += 1
-            logger.warning("only %d response tokens for %s/%s", len(response_tokens), env_name,
-                           env_example_id)
+            if self._counts["short_responses"] == 1:  # a one-word task has thousands: once
+                logger.warning("only %d response tokens for %s/%s (kept; further short "
+                               "responses are counted in short_responses, not logged)",
+                               len(response_tokens), env_name, env_example_id)
         if token_rewards is None:
             token_rewards = np.full(len(response_tokens), reward, dtype=np.float32)
         rollout = Rollout(
