@@ -26,7 +26,7 @@ def test_init_writes_a_project_that_loads_its_configuration(outside, capsys):
     project = outside / "proj"
     assert {p.name for p in project.iterdir()} == WRITTEN
     assert (project / "Kconfig").read_text() == (REPO / "Kconfig").read_text()
-    resolved = load_settings(project, [])
+    resolved = load_settings(project, [], env={})  # no MLFLOW_TRACKING_URI of the caller's
     assert resolved.root == project and resolved.settings.train.steps > 0
     assert set(resolved.sources.values()) == {"Kconfig"}  # defconfig keeps every default
     assert "git init && dvc init && dvc repro" in capsys.readouterr().out
