@@ -12,7 +12,9 @@ on the same prompts in the same order (the split's schedule seed) with the same 
 samples per prompt, prompts per step, completion budget, temperature and learning rate, and
 scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
 defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
-``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes.
+``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes; ``--only-seeds``
+shares the runs between processes or machines writing into one ``--out`` (the one that finds
+every run on disk prints the summary).
 
 Per task (``learning_curve_seeds.summarize``): each arm's final success rate with a t-interval
 over runs and its run-to-run standard deviation (``sd_after``; the budget is large enough when
@@ -82,11 +84,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="every task's completion budget (default: the task's own)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="a configuration override for the CRSP arm (repeatable)")
+    parser.add_argument("--only-seeds", type=int, nargs="+", default=None,
+                        help="train only these of the runs' sampling seeds in this process "
+                             "(others may train the rest into the same --out); the summary "
+                             "is printed once every run is on disk")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     seeds = LEARNING_CURVE[args.split].sampling_seeds
     if not 2 <= args.runs <= len(seeds):
         parser.error(f"--runs must be 2..{len(seeds)} (the {args.split} split's seeds)")
+    unknown = set(args.only_seeds or ()) - set(seeds[:args.runs])
+    if unknown:
+        parser.error(f"--only-seeds {sorted(unknown)} not among the {args.split} split's first "
+                     f"{args.runs} sampling seeds {list(seeds[:args.runs])}")
     return args
 
 
@@ -107,12 +117,14 @@ def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
 
 
 def run_task(args, name: str) -> list[Path]:
-    """Every run of one task (those on disk kept); the paths of their reports."""
+    """Every run of one task (those on disk kept, ``--only-seeds`` alone trained); the paths
+    of their reports."""
     reports = []
     for sampling_seed in LEARNING_CURVE[args.split].sampling_seeds[:args.runs]:
         out = args.out / name / f"sampling-{sampling_seed}"
         report = out / "learning_curve.json"
-        if not report.is_file():
+        mine = args.only_seeds is None or sampling_seed in args.only_seeds
+        if mine and not report.is_file():
             print(f"# {name}: sampling seed {sampling_seed}", file=sys.stderr, flush=True)
             subprocess.run(run_command(args, name, sampling_seed, out), check=True,
                            stdout=subprocess.DEVNULL)
@@ -166,7 +178,14 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     tasks = {}
     for name in args.tasks:
-        tasks[name] = summarize_task(args, name, run_task(args, name))
+        reports = run_task(args, name)
+        missing = [str(path.parent) for path in reports if not path.is_file()]
+        if missing:
+            print(f"# {name}: no summary yet, runs still to come: {missing}", file=sys.stderr)
+            continue
+        tasks[name] = summarize_task(args, name, reports)
+    if not tasks:
+        return 0
     settings = {key: (str(value) if isinstance(value, Path) else value)
                 for key, value in vars(args).items() if key != "tasks"}
     print(json.dumps({"benchmark": "learning_suite", **settings, "tasks": tasks}))

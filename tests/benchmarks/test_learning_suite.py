@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_suite import ROOT, SUITE, run_command, verdicts
+from benchmarks.learning_suite import ROOT, SUITE, main, run_command, verdicts
 
 
 def rows(task, split):
@@ -79,3 +79,20 @@ def test_the_verdicts_read_the_margin_the_interval_and_the_spread():
     behind = verdicts(summary(0.02, 0.07, -0.06))  # diff -0.03: past the margin
     assert behind == {"within_0_02": False, "ahead": False, "sd_below_0_05": False}
     assert verdicts({"arms": {}}) == {}
+
+
+def test_only_seeds_trains_its_own_runs_and_waits_for_the_others(tmp_path, monkeypatch, capsys):
+    trained = []
+
+    def fake_run(command, **_):
+        trained.append(int(command[command.index("--sampling-seed") + 1]))
+
+    monkeypatch.setattr("benchmarks.learning_suite.subprocess.run", fake_run)
+    argv = ["--model", "m", "--split", "test", "--runs", "4", "--tasks", "review_sentiment",
+            "--out", str(tmp_path), "--only-seeds", "4532", "4534"]
+    assert main(argv) == 0
+    assert trained == [4532, 4534]
+    assert capsys.readouterr().out == ""  # no summary while runs 4531 and 4533 are missing
+    with pytest.raises(SystemExit) as stop:
+        main([*argv[:-2], "402"])  # a dev seed is not a run of the test split
+    assert stop.value.code == 2
