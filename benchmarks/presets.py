@@ -84,6 +84,10 @@ _PRESETS: dict[str, Preset] = {
     "train_step.py": Preset(
         ("--model", "tiny", "--tokenizer", "{model}", "--steps", "1", "--reps", "1"),
         ("--model", "tiny", "--tokenizer", "{model}"), heavy=True, needs=("trl",)),
+    "grpo_equivalence.py": Preset(
+        ("--model", "{model}", "--reward", "synthetic", "--prompts", "2", "--samples", "4",
+         "--max-new-tokens", "8"),
+        ("--model", "{model}", "--reward", "synthetic"), heavy=True, needs=("trl",)),
     "profile_step.py": Preset(
         ("--model", "tiny", "--tokenizer", "{model}", "--steps", "1", "--top", "3"),
         ("--model", "tiny", "--tokenizer", "{model}"), heavy=True),
