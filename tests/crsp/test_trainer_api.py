@@ -60,3 +60,23 @@ def test_in_memory_rows_and_a_callable_are_written_where_the_run_can_find_them(
     assert trainer.task.rewards.names == ["length"]
     assert (tmp_path / "models" / "memory" / "data" / "train.jsonl").is_file()
     assert trainer.train().steps_done == 1
+
+
+def test_a_lambda_reward_is_tracked_under_a_name_mlflow_accepts(scratch_project, monkeypatch,
+                                                                 tiny_model_dir):
+    root = _project(scratch_project, monkeypatch, tiny_model_dir)
+    trainer = CRSPTrainer(
+        tiny_model_dir, [lambda prompts, completions, **_: [float(len(c) % 2) for c in
+                                                             completions]],
+        [{"prompt": f"Count to {n}."} for n in range(4)],
+        args={"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
+              "train.max_new_tokens_solve": 4},
+        output_dir="models/lambda")
+    assert trainer.task.rewards.names == ["lambda"]
+    trainer.train()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    [experiment] = [e for e in client.search_experiments() if e.name.endswith("train")]
+    [run] = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED" and "reward/lambda/mean" in run.data.metrics

@@ -5,6 +5,7 @@ from mlflow.tracking import MlflowClient
 
 from crsp_ops.crsp.api import CRSPTrainer
 from crsp_ops.crsp.trainer.callbacks import CallbackError, Callbacks, TrainerCallback
+from crsp_ops.crsp.trainer.checkpoint import checkpoint_path, list_checkpoints
 from tests.crsp.test_selfplay_trainer import _trainer
 
 
@@ -49,7 +50,7 @@ def test_every_hook_gets_the_step_and_its_metrics(tiny_model_dir, small_settings
     assert [step for step, _ in calls["evaluate"]] == [0, 1, 2]
     assert all(any(key.startswith("eval/") for key in metrics)
                for _, metrics in calls["evaluate"])
-    assert {step for step, _ in calls["save"]} == {1, 2}
+    assert [step for step, _ in calls["save"]] == [1, 2]  # the last step's once
     assert all(metrics == step_metrics[step] for step, metrics in calls["save"])
     [(end_step, end_metrics)] = calls["train_end"]
     assert end_step == 2 and end_metrics["loss"] == step_metrics[2]["loss"]
@@ -85,3 +86,21 @@ def test_a_raising_callback_fails_the_run_naming_it(scratch_project, tiny_model_
     [experiment] = [e for e in client.search_experiments() if e.name.endswith("train")]
     [run] = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FAILED"
+
+
+class FailsAtTheEnd(Recorder):
+    def on_train_end(self, step, metrics):
+        raise RuntimeError("upload failed")
+
+
+def test_an_error_after_the_last_step_keeps_its_checkpoint_written_once(
+        tiny_model_dir, small_settings, tmp_path):
+    settings = small_settings("train.steps=2", "train.checkpoint_interval=1")
+    recorder = FailsAtTheEnd()
+    trainer = _trainer(tiny_model_dir, settings, tmp_path)
+    trainer.callbacks = Callbacks([recorder])
+    with pytest.raises(CallbackError, match="FailsAtTheEnd.on_train_end raised at step 2"):
+        trainer.train()
+    assert [step for hook, step, _ in recorder.calls if hook == "save"] == [1, 2]
+    assert [path.name for path in list_checkpoints(tmp_path)][-1] == checkpoint_path(
+        tmp_path, 2).name

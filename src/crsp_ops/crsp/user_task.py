@@ -7,6 +7,7 @@ reward function needs is in the data, all before a run starts, so bad input fail
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,19 @@ def prompt_tasks(rows: Iterable[Mapping[str, Any]]) -> list[PromptTask]:
             for row in rows]
 
 
+def reward_name(function: Callable[..., Any]) -> str:
+    """A callable's name as its metrics carry it (``reward/<name>/mean``).
+
+    MLflow allows only letters, digits, ``_ - . /`` and spaces in a metric name, so other runs
+    of characters become ``_`` (a lambda is ``lambda``).
+
+    >>> reward_name(lambda prompts, completions, **_: []), reward_name(len)
+    ('lambda', 'len')
+    """
+    name = getattr(function, "__name__", type(function).__name__)
+    return re.sub(r"[^\w.\- ]+", "_", name).strip("_ ") or "reward"
+
+
 def user_reward_set(functions: Sequence[RewardFunction | Callable[..., Any]],
                     train: TrainSettings, columns: Sequence[str]) -> RewardSet:
     """The summed reward set of ``functions`` (callables are named after themselves).
@@ -58,8 +72,8 @@ def user_reward_set(functions: Sequence[RewardFunction | Callable[..., Any]],
     Raises:
         RewardError: no function, two with one name, or a column a function needs is missing.
     """
-    named = tuple(f if isinstance(f, RewardFunction) else
-                  RewardFunction(getattr(f, "__name__", type(f).__name__), f) for f in functions)
+    named = tuple(f if isinstance(f, RewardFunction) else RewardFunction(reward_name(f), f)
+                  for f in functions)
     check_columns(named, columns)
     return RewardSet(named, rule="sum", success_threshold=train.success_threshold,
                      timeout_s=train.reward_timeout_s)

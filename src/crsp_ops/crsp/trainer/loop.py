@@ -1,14 +1,14 @@
 """CRSP self-play trainer: propose → validate → solve → critique → rewards → TR-RPG / TRR++.
 
-A step (``train_step``) runs two hooks: ``generate_and_score`` (the episode: proposals
-validated in the sandbox, solves of new and buffered tasks, critiques, every response scored,
-flat solve groups optionally refilled) and ``update`` (rollouts through the
-``InferenceContext``, then ``rl.update.policy_update``). ``_after_step`` logs, calls the
-callbacks (``trainer.callbacks``), checkpoints (``trainer.checkpoint``) and evaluates
-(``trainer.evaluation``). Settings are translated once
-in ``trainer.options``; the policy and its generation are built in ``trainer.setup``. Under
-``accelerate launch`` each process samples its own episode and DDP averages the gradients;
-only the main process writes. Proposed code runs only in the sandbox executor.
+A step (``train_step``) runs two hooks: ``generate_and_score`` (the episode: proposals validated
+in the sandbox, solves of new and buffered tasks, critiques, every response scored, flat solve
+groups optionally refilled) and ``update`` (rollouts through the ``InferenceContext``, then
+``rl.update.policy_update``). ``_after_step`` logs, calls the callbacks (``trainer.callbacks``),
+checkpoints (``trainer.checkpoint``: the last step's once, after the final evaluation) and
+evaluates (``trainer.evaluation``). Settings are translated once in ``trainer.options``; the
+policy and its generation are built in ``trainer.setup``. Under ``accelerate launch`` each
+process samples its own episode and DDP averages the gradients; only the main process writes.
+Proposed code runs only in the sandbox executor.
 """
 
 from __future__ import annotations
@@ -174,8 +174,8 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
             self.save_curve()
             self.callbacks.train_end(self.step, evaluation)
         except BaseException as error:
-            if not isinstance(error, Exception):  # KeyboardInterrupt, SIGTERM's Terminated
-                logger.warning("interrupted after step %d: saving a checkpoint", self.step)
+            if not isinstance(error, Exception) or self.step == self.settings.train.steps:
+                logger.warning("stopped after step %d: saving a checkpoint", self.step)
                 self.save_checkpoint()
             if isinstance(error, RewardError):  # the run ends FAILED: keep the traceback with it
                 self.tracker.log_text("".join(traceback.format_exception(error)),
@@ -272,7 +272,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
             self.tracker.log_dict(sample_table(episode, self.step),
                                   f"samples/step_{self.step:06d}.json")
-        if self.step % train.checkpoint_interval == 0:
+        if self.step % train.checkpoint_interval == 0 and self.step < train.steps:
             self.save_checkpoint()
         if train.eval_interval and self.step % train.eval_interval == 0 \
                 and self.step < train.steps:
