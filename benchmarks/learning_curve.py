@@ -15,7 +15,8 @@ step-0 evaluation is done once and shared: every arm starts from the same weight
 decoding is deterministic. ``--seed`` draws the tasks, the schedule and the held-out set;
 ``--sampling-seed`` (default ``--seed``) seeds each arm's sampling, so runs that differ only in
 it measure the spread between training runs (``benchmarks/learning_curve_seeds.py`` takes the
-interval over them).
+interval over them); ``--schedule-seed`` (default ``--seed``) re-orders the training prompts
+alone, so runs over several add the spread a prompt order brings.
 
 Arms:
 * ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques), with
@@ -132,6 +133,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "crsp.seed, which seeds its episodes); default --seed. The task "
                              "schedule and held-out set stay those of --seed, so other values "
                              "measure how far an arm's result moves between training runs")
+    parser.add_argument("--schedule-seed", type=int, default=None,
+                        help="the order of the training prompts alone (default --seed; with "
+                             "--split, the split's schedule seed or one of its sampling seeds): "
+                             "runs over several schedules measure the spread a prompt order "
+                             "adds")
     parser.add_argument("--sample-budget", type=int, default=None,
                         help="a CRSP arm also stops (and is evaluated) at the first step whose "
                              "generated solve samples, refills included, reach this many: "
@@ -169,6 +175,12 @@ def parse_args(argv=None) -> argparse.Namespace:
             parser.error(f"--split {args.split}: --sampling-seed is one of "
                          f"{list(split.sampling_seeds)} (benchmarks/splits.py)")
         args.seed = split.schedule_seed
+        own = (split.schedule_seed, *split.sampling_seeds)
+        if args.schedule_seed is not None and args.schedule_seed not in own:
+            parser.error(f"--split {args.split}: --schedule-seed is one of {list(own)} "
+                         "(benchmarks/splits.py)")
+    if args.schedule_seed is None:
+        args.schedule_seed = args.seed
     return args
 
 
@@ -242,7 +254,7 @@ def training_schedule(train_tasks: list, args, *, spare: int = 0) -> list:
     ``spare`` more tasks follow the steps' own (dynamic sampling's refills draw them), so the
     first ``steps * tasks_per_step`` are the same for every arm.
     """
-    order = random.Random(args.seed).sample(train_tasks, len(train_tasks))
+    order = random.Random(args.schedule_seed).sample(train_tasks, len(train_tasks))
     needed = args.steps * args.tasks_per_step + spare
     return (order * (needed // len(order) + 1))[:needed]
 

@@ -8,7 +8,8 @@ Each task is a folder of ``examples/`` written as a user writes one: ``train.jso
 ``dev.jsonl``, ``test.jsonl`` (seeded, disjoint) and a reward file with TRL's signature and no
 crsp_ops import. For every task and each of the first ``--runs`` sampling seeds of the split
 (``benchmarks/splits.py``), ``benchmarks/learning_curve.py`` trains both arms from ``--model``
-on the same prompts in the same order (the split's schedule seed) with the same reward file,
+on the same prompts in the same order (the split's schedule seed; ``--schedule per-run``: each
+run its own order, both arms of a run the same) with the same reward file,
 samples per prompt, prompts per step, completion budget, temperature and learning rate, and
 scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
 defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
@@ -84,6 +85,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="every task's completion budget (default: the task's own)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="a configuration override for the CRSP arm (repeatable)")
+    parser.add_argument("--schedule", choices=("shared", "per-run"), default="shared",
+                        help="shared: every run trains on the split's one prompt order; "
+                             "per-run: run i on its own (schedule seed = its sampling seed), "
+                             "so the spread over runs includes the order's")
     parser.add_argument("--only-seeds", type=int, nargs="+", default=None,
                         help="train only these of the runs' sampling seeds in this process "
                              "(others may train the rest into the same --out); the summary "
@@ -113,6 +118,7 @@ def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
             "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
             "--max-new-tokens", str(budget), "--split", args.split,
             "--sampling-seed", str(sampling_seed), "--out", str(out),
+            *(("--schedule-seed", str(sampling_seed)) if args.schedule == "per-run" else ()),
             *(item for override in args.overrides for item in ("--set", override))]
 
 

@@ -59,13 +59,24 @@ def test_a_suite_reward_gives_the_reference_reply_full_marks_and_a_wrong_one_non
 def test_the_command_trains_both_arms_on_the_splits_file_at_the_tasks_budget(tmp_path):
     args = SimpleNamespace(model="m", split="test", steps=8, eval_every=4, heldout=300,
                            tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
-                           max_new_tokens=None, overrides=["train.top_p=0.9"])
+                           max_new_tokens=None, overrides=["train.top_p=0.9"],
+                           schedule="shared")
     command = run_command(args, "word_problems", 4521, tmp_path)
     text = " ".join(command)
     assert "--arms crsp grpo" in text and "--split test" in text
     assert command[command.index("--eval-dataset") + 1].endswith("word_problems/test.jsonl")
     assert command[command.index("--max-new-tokens") + 1] == "32"
     assert command[-2:] == ["--set", "train.top_p=0.9"]
+    assert "--schedule-seed" not in command  # shared: the split's schedule seed
+
+
+def test_per_run_schedules_give_each_run_its_sampling_seeds_order(tmp_path):
+    args = SimpleNamespace(model="m", split="dev", steps=8, eval_every=4, heldout=200,
+                           tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
+                           max_new_tokens=None, overrides=[], schedule="per-run")
+    command = run_command(args, "review_sentiment", 102, tmp_path)
+    assert command[command.index("--schedule-seed") + 1] == "102"
+    assert command[command.index("--sampling-seed") + 1] == "102"
 
 
 def summary(crsp, grpo, low):

@@ -21,12 +21,22 @@ TASKS = [MathTask(f"What is {i} plus 1?", "", str(i + 1), family="add") for i in
 
 
 def test_the_schedule_is_seeded_and_repeats_the_tasks_when_it_needs_more():
-    args = SimpleNamespace(seed=3, steps=3, tasks_per_step=4)
+    args = SimpleNamespace(schedule_seed=3, steps=3, tasks_per_step=4)
     schedule = training_schedule(TASKS, args)
     assert len(schedule) == 12 and schedule == training_schedule(TASKS, args)
     assert sorted(t.answer for t in schedule[:5]) == sorted(t.answer for t in TASKS)
-    assert schedule != training_schedule(TASKS, SimpleNamespace(seed=4, steps=3,
+    assert schedule != training_schedule(TASKS, SimpleNamespace(schedule_seed=4, steps=3,
                                                                 tasks_per_step=4))
+
+
+def test_the_schedule_seed_defaults_to_the_seed_and_keeps_to_the_split():
+    assert parse_args(["--model", "m", "--seed", "5"]).schedule_seed == 5
+    assert parse_args(["--model", "m", "--seed", "5", "--schedule-seed", "7"]).schedule_seed == 7
+    test = parse_args(["--model", "m", "--split", "test", "--schedule-seed", "4532"])
+    assert (test.seed, test.schedule_seed) == (4521, 4532)  # the held-out draw keeps 4521
+    assert parse_args(["--model", "m", "--split", "dev"]).schedule_seed == 2
+    with pytest.raises(SystemExit):  # a dev seed on the test split
+        parse_args(["--model", "m", "--split", "test", "--schedule-seed", "102"])
 
 
 def test_math_draws_follow_the_schedule_other_types_the_trainer():
