@@ -36,6 +36,7 @@ def main(argv=None) -> int:
 
     from crsp_ops.crsp.rewards.functions import load_reward_function
     from crsp_ops.data.prompt_dataset import load_prompt_rows
+    from crsp_ops.evaluation.bootstrap import bootstrap_interval
     from crsp_ops.inference.completions import SamplingParams
     from crsp_ops.inference.transformers_backend import TransformersBackend
     from crsp_ops.models.loading import load_causal_lm
@@ -90,9 +91,7 @@ def main(argv=None) -> int:
                         "at_budget": round(float((lengths >= 48).mean()), 3)}
     diff = (np.array(sides["crsp"][0]).reshape(-1, g).mean(1)
             - np.array(sides["trl"][0]).reshape(-1, g).mean(1))
-    rng = np.random.default_rng(0)
-    boots = [diff[rng.integers(0, len(diff), len(diff))].mean() for _ in range(5000)]
-    low, high = np.percentile(boots, [2.5, 97.5])
+    low, high = bootstrap_interval(diff)
     result["crsp_minus_trl_reward"] = {"diff": round(float(diff.mean()), 4),
                                        "ci95": [round(float(low), 4), round(float(high), 4)]}
     print(json.dumps(result))
