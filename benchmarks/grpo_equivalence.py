@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trl_grpo import grpo_config
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,7 +85,7 @@ def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
     """One GRPOTrainer step: its clipped gradient, rollouts, rewards and pre-clip norm."""
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     seen: dict = {"rewards": []}
 
@@ -112,15 +114,11 @@ def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
 
     sequences = len(rows) * args.samples
     with tempfile.TemporaryDirectory() as out:
-        config = GRPOConfig(
-            output_dir=out, report_to="none", use_vllm=False, use_cpu=True,
-            per_device_train_batch_size=sequences, gradient_accumulation_steps=1,
-            num_generations=args.samples, max_completion_length=args.max_new_tokens,
-            temperature=args.temperature, top_k=0, top_p=1.0, beta=0.0, learning_rate=1e-6,
-            max_grad_norm=args.max_grad_norm, lr_scheduler_type="constant", max_steps=1,
-            num_iterations=1, shuffle_dataset=False, save_strategy="no", logging_steps=1,
-            disable_tqdm=True, log_completions=False, seed=args.seed, bf16=False, fp16=False,
-            gradient_checkpointing=False, dataloader_num_workers=0)
+        config = grpo_config(
+            out, samples=args.samples, sequences=sequences,
+            max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
+            learning_rate=1e-6, max_grad_norm=args.max_grad_norm, max_steps=1,
+            logging_steps=1)  # the grad_norm log after the one step
         trainer = Recording(model=model, reward_funcs=[reward], args=config,
                             processing_class=tokenizer, callbacks=[Gradient()],
                             train_dataset=Dataset.from_list(rows))

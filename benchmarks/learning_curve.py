@@ -54,6 +54,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # issue 45: benchmarks/splits.py
 
 from splits import LEARNING_CURVE  # noqa: E402
+from trl_grpo import grpo_config  # noqa: E402
 from vllm_cpu import VENV_PYTHON, vllm_cpu_overrides  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
@@ -345,7 +346,7 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet
     """
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     settings = arm_settings(args, "grpo")
     model, tokenizer = load_causal_lm(args.model)
@@ -389,21 +390,15 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet
         micro -= 1
     evaluations.append(base)
     with tempfile.TemporaryDirectory() as out:
-        config = GRPOConfig(
-            output_dir=out, report_to="none", use_vllm=False, use_cpu=True,
-            per_device_train_batch_size=micro, gradient_accumulation_steps=sequences // micro,
-            num_generations=args.samples, max_completion_length=args.max_new_tokens,
-            temperature=args.temperature, top_k=0, top_p=1.0, beta=0.0,
-            learning_rate=args.learning_rate, weight_decay=settings.train.weight_decay,
-            max_grad_norm=settings.train.max_grad_norm, lr_scheduler_type="constant",
-            warmup_steps=0, max_steps=args.steps, num_iterations=1, shuffle_dataset=False,
-            save_strategy="no", logging_steps=10**6, disable_tqdm=True, log_completions=False,
-            seed=sampling_seed(args), reward_weights=weights,
-            dataloader_num_workers=0,
-            # fp32 without checkpointing, as the CRSP arms train: TRL's defaults (bf16 autocast,
-            # gradient checkpointing) patch the model's forward, so the held-out evaluation
-            # after a step would run in bf16 and differ from the shared step-0 one.
-            bf16=False, fp16=False, gradient_checkpointing=False)
+        # fp32 without checkpointing (grpo_config's defaults), as the CRSP arms train: TRL's
+        # defaults (bf16 autocast, gradient checkpointing) patch the model's forward, so the
+        # held-out evaluation after a step would run in bf16 and differ from the shared one.
+        config = grpo_config(
+            out, samples=args.samples, sequences=sequences, micro=micro,
+            max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+            seed=sampling_seed(args), learning_rate=args.learning_rate,
+            weight_decay=settings.train.weight_decay, max_grad_norm=settings.train.max_grad_norm,
+            max_steps=args.steps, reward_weights=weights)
         trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config,
                               processing_class=tokenizer, callbacks=[Evaluate()],
                               train_dataset=Dataset.from_list(rows))

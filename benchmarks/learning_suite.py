@@ -177,7 +177,13 @@ def summarize_task(args, name: str, paths: list[Path]) -> dict:
                                                             summary["step"])
     figure = save_runs_figure(reports, args.out / name / "runs.png",
                               f"{name} ({args.split}): every run, {len(reports)} per arm")
-    return {**summary, "goal": verdicts(summary), "figure": str(figure)}
+    return {**summary, "goal": verdicts(summary), "figure": shown(figure)}
+
+
+def shown(path: Path) -> str:
+    """A path as the JSON line records it: relative to the repository when inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def main(argv=None) -> int:
@@ -192,7 +198,7 @@ def main(argv=None) -> int:
         tasks[name] = summarize_task(args, name, reports)
     if not tasks:
         return 0
-    settings = {key: (str(value) if isinstance(value, Path) else value)
+    settings = {key: (shown(value) if isinstance(value, Path) else value)
                 for key, value in vars(args).items() if key != "tasks"}
     print(json.dumps({"benchmark": "learning_suite", **settings, "tasks": tasks}))
     return 0

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from model_shapes import SHAPES, load_model
 from paired import summary
+from trl_grpo import grpo_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -144,7 +145,7 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
 
     from datasets import Dataset
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from crsp_ops.crsp.tasks import solve_messages
 
@@ -188,17 +189,12 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
     clock = StepClock()
     rows = [{"prompt": solve_messages(task)} for task in tasks] * (args.steps + 1)
     with tempfile.TemporaryDirectory() as out:
-        config = GRPOConfig(
-            output_dir=out, report_to="none", use_vllm=False, use_cpu=args.device == "cpu",
-            bf16=args.mixed_precision == "bf16", fp16=args.mixed_precision == "fp16",
-            per_device_train_batch_size=micro, gradient_accumulation_steps=sequences // micro,
-            num_generations=train.solver_samples, max_completion_length=max_len,
-            temperature=train.temperature, top_k=0, top_p=1.0, beta=0.0,
+        config = grpo_config(
+            out, samples=train.solver_samples, sequences=sequences, micro=micro,
+            max_new_tokens=max_len, temperature=train.temperature, seed=settings.crsp.seed,
+            device=args.device, mixed_precision=args.mixed_precision,
             learning_rate=train.learning_rate, weight_decay=train.weight_decay,
-            max_grad_norm=train.max_grad_norm, lr_scheduler_type="constant", warmup_steps=0,
-            max_steps=args.steps + 1, num_iterations=1, gradient_checkpointing=False,
-            shuffle_dataset=False, save_strategy="no", logging_steps=10**6, disable_tqdm=True,
-            log_completions=False, seed=settings.crsp.seed, dataloader_num_workers=0)
+            max_grad_norm=train.max_grad_norm, max_steps=args.steps + 1)
         trainer = TimedGRPO(model=model, reward_funcs=length_reward, args=config,
                             processing_class=tokenizer, callbacks=[clock],
                             train_dataset=Dataset.from_list(rows))

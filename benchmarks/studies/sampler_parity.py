@@ -23,6 +23,9 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from trl_grpo import grpo_config  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -32,7 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=8)
     args = parser.parse_args(argv)
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from crsp_ops.crsp.rewards.functions import load_reward_function
     from crsp_ops.data.prompt_dataset import load_prompt_rows
@@ -54,11 +57,8 @@ def main(argv=None) -> int:
 
     torch.manual_seed(1)
     with tempfile.TemporaryDirectory() as out:
-        config = GRPOConfig(output_dir=out, report_to="none", use_vllm=False, use_cpu=True,
-                            per_device_train_batch_size=4 * g, num_generations=g,
-                            max_completion_length=48, temperature=0.7, top_k=0, top_p=1.0,
-                            beta=0.0, max_steps=1, save_strategy="no", disable_tqdm=True,
-                            seed=1, bf16=False, fp16=False, gradient_checkpointing=False)
+        config = grpo_config(out, samples=g, sequences=4 * g, max_new_tokens=48,
+                             temperature=0.7, seed=1, max_steps=1)
         trainer = GRPOTrainer(model=model, reward_funcs=[scored], args=config,
                               processing_class=tokenizer, train_dataset=Dataset.from_list(rows))
         lengths = []

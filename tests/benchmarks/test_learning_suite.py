@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_suite import ROOT, SUITE, main, run_command, verdicts
+from benchmarks.learning_suite import ROOT, SUITE, main, run_command, shown, verdicts
 
 
 def rows(task, split):
@@ -107,3 +108,8 @@ def test_only_seeds_trains_its_own_runs_and_waits_for_the_others(tmp_path, monke
     with pytest.raises(SystemExit) as stop:
         main([*argv[:-2], "402"])  # a dev seed is not a run of the test split
     assert stop.value.code == 2
+
+
+def test_a_committed_path_is_recorded_relative_to_the_repository_and_others_as_given():
+    assert shown(ROOT / "benchmarks/results/suite/runs.png") == "benchmarks/results/suite/runs.png"
+    assert shown(Path("/tmp/suite/runs.png")) == "/tmp/suite/runs.png"
