@@ -50,6 +50,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-grad-norm", type=float, default=1.0, help="both sides; 0: none")
     parser.add_argument("--seed", type=int, default=0, help="TRL's sampling seed")
+    parser.add_argument("--micro-batch", type=int, default=None,
+                        help="TRL's rows per forward pass (gradient accumulation over the "
+                             "step), as benchmarks/learning_curve.py runs it; default: all")
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="a configuration override for the CRSP side (repeatable)")
@@ -115,7 +118,7 @@ def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
     sequences = len(rows) * args.samples
     with tempfile.TemporaryDirectory() as out:
         config = grpo_config(
-            out, samples=args.samples, sequences=sequences,
+            out, samples=args.samples, sequences=sequences, micro=args.micro_batch,
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
             learning_rate=1e-6, max_grad_norm=args.max_grad_norm, max_steps=1,
             logging_steps=1)  # the grad_norm log after the one step
