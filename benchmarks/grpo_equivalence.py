@@ -13,8 +13,15 @@ the cosine between the two gradients and their norm ratio, clipped (what the opt
 and before clipping (CRSP's population standard deviation against TRL's sample one makes that
 ratio sqrt(G / (G − 1)) whenever some group's rewards differ: ``expected_unclipped_ratio``).
 
+With ``--steps K`` TRL trains K steps, sampling each step's rollouts from its current weights,
+and CRSP replays them with its own AdamW (as its trainer builds it) from the same start: the
+weight changes after the last step are compared too (``weights_cosine``,
+``weights_norm_ratio``). This reaches what one step cannot: the optimizer's state across
+steps, and steps where every prompt's samples were scored alike (``flat_steps``).
+
 Exit 1 when the directions differ (cosine below ``1 − --tolerance``) or, with both gradients
-clipped, their norms do: then the dataset defaults are not TRL's GRPO. ``--reward synthetic``
+clipped, their norms do, or the weight changes differ: then the dataset defaults are not
+TRL's GRPO. ``--reward synthetic``
 (each completion's share of even token ids: meaningless, but it differs between samples of
 any model) gives the check a signal where a task's reward would be flat.
 """
@@ -53,6 +60,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--micro-batch", type=int, default=None,
                         help="TRL's rows per forward pass (gradient accumulation over the "
                              "step), as benchmarks/learning_curve.py runs it; default: all")
+    parser.add_argument("--steps", type=int, default=1,
+                        help="optimizer steps: TRL samples each step's rollouts, CRSP replays "
+                             "them with its own AdamW; the weights after the last are compared")
+    parser.add_argument("--learning-rate", type=float, default=1e-6)
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="a configuration override for the CRSP side (repeatable)")
@@ -72,6 +83,14 @@ def flat_gradient(model):
                       .flatten().double() for p in model.parameters() if p.requires_grad])
 
 
+def flat_weights(model):
+    """Every trainable parameter, flattened into one float32 vector (a copy)."""
+    import torch
+
+    return torch.cat([p.detach().flatten().float().clone() for p in model.parameters()
+                      if p.requires_grad])
+
+
 def crsp_settings(args):
     """The settings a ``--dataset`` CRSP run gets, at this check's sizes."""
     from crsp_ops.config import load_settings
@@ -84,13 +103,14 @@ def crsp_settings(args):
     return load_settings(REPO, overrides).settings
 
 
-def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
-    """One GRPOTrainer step: its clipped gradient, rollouts, rewards and pre-clip norm."""
+def trl_steps(args, model, tokenizer, rows, reward_fn) -> dict:
+    """``--steps`` GRPOTrainer steps: the first clipped gradient and pre-clip norm, every
+    step's rollouts and rewards, and the weights after the last step."""
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    seen: dict = {"rewards": []}
+    seen: dict = {"rewards": [], "rollouts": []}
 
     def reward(prompts, completions, completion_ids, **columns):
         values = (even_id_share(completion_ids) if reward_fn is None
@@ -104,7 +124,7 @@ def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
     class Recording(GRPOTrainer):
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
-            seen.setdefault("rollouts", out)
+            seen["rollouts"].append(out)
             return out
 
     class Gradient(TrainerCallback):
@@ -115,24 +135,28 @@ def trl_step(args, model, tokenizer, rows, reward_fn) -> dict:
             if logs and "grad_norm" in logs:
                 seen.setdefault("grad_norm", float(logs["grad_norm"]))
 
-    sequences = len(rows) * args.samples
+    sequences = args.prompts * args.samples
     with tempfile.TemporaryDirectory() as out:
         config = grpo_config(
             out, samples=args.samples, sequences=sequences, micro=args.micro_batch,
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
-            learning_rate=1e-6, max_grad_norm=args.max_grad_norm, max_steps=1,
-            logging_steps=1)  # the grad_norm log after the one step
+            learning_rate=args.learning_rate, weight_decay=crsp_settings(args).train.weight_decay,
+            max_grad_norm=args.max_grad_norm, max_steps=args.steps,
+            logging_steps=1)  # the grad_norm log after the first step
         trainer = Recording(model=model, reward_funcs=[reward], args=config,
                             processing_class=tokenizer, callbacks=[Gradient()],
                             train_dataset=Dataset.from_list(rows))
         with contextlib.redirect_stdout(sys.stderr):  # keep stdout to the one JSON line
             trainer.train()
+    seen["weights"] = flat_weights(model)
     return seen
 
 
-def crsp_step(args, model, tokenizer, seen: dict) -> dict:
-    """CRSP's ``policy_update`` on TRL's rollouts: its clipped gradient and pre-clip norm."""
+def crsp_steps(args, model, tokenizer, seen: dict) -> dict:
+    """CRSP's ``policy_update`` and AdamW (as its trainer builds it) replaying TRL's rollouts
+    step by step: the first clipped gradient and pre-clip norm, and the final weights."""
     import numpy as np
+    import torch
 
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.rl.advantages import baseline_group
@@ -143,44 +167,74 @@ def crsp_step(args, model, tokenizer, seen: dict) -> dict:
     settings = crsp_settings(args)
     options = update_options(SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                                               settings.generation), on_policy=True)
-    out = seen["rollouts"]
-    rollouts = []
-    for row, reward in enumerate(seen["rewards"]):
-        prompt = out["prompt_ids"][row][out["prompt_mask"][row].bool()].numpy()
-        response = out["completion_ids"][row][out["completion_mask"][row].bool()].numpy()
-        zeros = np.zeros(len(response))  # on policy: old log-probs are the detached new ones
-        rollouts.append(Rollout("dataset", str(row // args.samples), prompt, response, zeros,
-                                zeros, reward, "raw"))
-    groups = [baseline_group("dataset", row // args.samples, settings.train.advantage_baseline)
-              for row in range(len(rollouts))]  # TRL's rows: each prompt's G samples in turn
-    batch = TrainingBatch.from_rollouts(rollouts, pad_token_id=tokenizer.pad_token_id)
     captured: dict = {}
 
-    class Reading:  # an optimizer whose step reads the (clipped) gradient
-        param_groups = [{"lr": 0.0}]
+    class Reading(torch.optim.AdamW):  # reads the first (clipped) gradient, then steps
+        def step(self, closure=None):
+            captured.setdefault("gradient", flat_gradient(model))
+            return super().step(closure)
 
-        def zero_grad(self, set_to_none=True):
-            model.zero_grad(set_to_none=set_to_none)
-
-        def step(self):
-            captured["gradient"] = flat_gradient(model)
-
+    # the trainer's optimizer (crsp_ops.crsp.trainer.setup.prepare_policy_parts)
+    optimizer = Reading([p for p in model.parameters() if p.requires_grad],
+                        lr=args.learning_rate, weight_decay=settings.train.weight_decay,
+                        fused=True)
+    sequences = args.prompts * args.samples
     model.train()
-    metrics = policy_update(model, Reading(), make_accelerator("no", "cpu"), batch,
-                            ["solve"] * len(rollouts), groups, options,
-                            temperature=args.temperature)
-    return {"gradient": captured.get("gradient"), "grad_norm": metrics.get("grad_norm"),
-            "preset": settings.train.preset, "options": options,
-            "baseline": settings.train.advantage_baseline}
+    for step, out in enumerate(seen["rollouts"]):
+        rollouts = []
+        for row, reward in enumerate(seen["rewards"][step * sequences:(step + 1) * sequences]):
+            prompt = out["prompt_ids"][row][out["prompt_mask"][row].bool()].numpy()
+            response = out["completion_ids"][row][out["completion_mask"][row].bool()].numpy()
+            zeros = np.zeros(len(response))  # on policy: old log-probs = the detached new ones
+            rollouts.append(Rollout("dataset", str(row // args.samples), prompt, response,
+                                    zeros, zeros, reward, "raw"))
+        groups = [baseline_group("dataset", row // args.samples,
+                                 settings.train.advantage_baseline)
+                  for row in range(len(rollouts))]  # TRL's rows: each prompt's G in turn
+        batch = TrainingBatch.from_rollouts(rollouts, pad_token_id=tokenizer.pad_token_id)
+        metrics = policy_update(model, optimizer, make_accelerator("no", "cpu"), batch,
+                                ["solve"] * len(rollouts), groups, options,
+                                temperature=args.temperature)
+        captured.setdefault("grad_norm", metrics.get("grad_norm"))
+    return {"gradient": captured.get("gradient"), "grad_norm": captured.get("grad_norm"),
+            "weights": flat_weights(model), "preset": settings.train.preset,
+            "options": options, "baseline": settings.train.advantage_baseline}
+
+
+def flat_steps(rewards: list[float], args) -> int:
+    """Steps whose every prompt's samples were scored alike (no advantage signal)."""
+    sequences = args.prompts * args.samples
+    steps = [rewards[i:i + sequences] for i in range(0, len(rewards), sequences)]
+    return sum(all(len(set(step[j:j + args.samples])) == 1
+                   for j in range(0, sequences, args.samples)) for step in steps)
+
+
+def compare_weights(start, trl: dict, crsp: dict, args) -> dict:
+    """Cosine and norm ratio of the two sides' weight changes over the ``--steps``.
+
+    Their tolerance is ten times the gradients': Adam divides each element by the root of its
+    squared-gradient average, so float noise in a near-zero gradient element becomes a
+    visible part of that element's change.
+    """
+    moved_trl, moved_crsp = trl["weights"].sub_(start), crsp["weights"].sub_(start)
+    dot = trl_sq = crsp_sq = 0.0
+    for a, b in zip(moved_trl.split(1 << 22), moved_crsp.split(1 << 22), strict=True):
+        a, b = a.double(), b.double()  # float64 sums, a chunk at a time
+        dot, trl_sq, crsp_sq = dot + float(a @ b), trl_sq + float(a @ a), crsp_sq + float(b @ b)
+    cosine = dot / math.sqrt(trl_sq * crsp_sq)
+    ratio = math.sqrt(crsp_sq / trl_sq)
+    return {"weights_cosine": round(cosine, 7), "weights_norm_ratio": round(ratio, 5),
+            "weights_agree": cosine >= 1 - 10 * args.tolerance
+            and abs(ratio - 1) <= 10 * args.tolerance}
 
 
 def compare(trl: dict, crsp: dict, args) -> dict:
-    """Cosine and norm ratios of the two gradients, and whether they agree."""
+    """Cosine and norm ratios of the two first-step gradients, and whether they agree."""
     import torch
 
-    if crsp["gradient"] is None:
-        raise SystemExit("every group's rewards were equal: no gradient to compare "
-                         "(try --reward synthetic, more --samples or another --start)")
+    if crsp["gradient"] is None or not bool(trl["gradient"].any()):
+        raise SystemExit("the first step's groups were all scored alike: no gradient to "
+                         "compare (try --reward synthetic, more --samples or another --start)")
     cosine = float(torch.nn.functional.cosine_similarity(trl["gradient"], crsp["gradient"],
                                                          dim=0))
     clipped_ratio = float(crsp["gradient"].norm() / trl["gradient"].norm())
@@ -193,7 +247,7 @@ def compare(trl: dict, crsp: dict, args) -> dict:
             "crsp_grad_norm": round(crsp["grad_norm"], 5),
             "unclipped_ratio": round(crsp["grad_norm"] / trl["grad_norm"], 5),
             "expected_unclipped_ratio": round(math.sqrt(args.samples / (args.samples - 1)), 5),
-            "agree": agree}
+            "gradients_agree": agree}
 
 
 def main(argv=None) -> int:
@@ -210,22 +264,29 @@ def main(argv=None) -> int:
 
     torch.manual_seed(args.seed)
     reward_fn = None if args.reward == "synthetic" else load_reward_function(args.reward, REPO).fn
-    rows = load_prompt_rows(args.dataset).rows[args.start:args.start + args.prompts]
+    rows = load_prompt_rows(args.dataset).rows[
+        args.start:args.start + args.prompts * args.steps]
     model, tokenizer = load_causal_lm(args.model, dtype=torch.float32)
     initial = copy.deepcopy(model.state_dict())
-    trl = trl_step(args, model, tokenizer, rows, reward_fn)
+    start = flat_weights(model)
+    trl = trl_steps(args, model, tokenizer, rows, reward_fn)
     model.load_state_dict(initial)
-    crsp = crsp_step(args, model, tokenizer, trl)
+    crsp = crsp_steps(args, model, tokenizer, trl)
     rewards = trl["rewards"]
+    gradients = compare(trl, crsp, args)
+    weights = compare_weights(start, trl, crsp, args)
     result = {"benchmark": "grpo_equivalence", "model": str(args.model),
-              "dataset": str(args.dataset), "reward": args.reward, "prompts": len(rows),
+              "dataset": str(args.dataset), "reward": args.reward, "prompts": args.prompts,
               "samples": args.samples, "crsp_preset": crsp["preset"],
               "crsp_loss": {"algorithm": crsp["options"].algorithm.name,
                             "loss_aggregation": crsp["options"].loss_aggregation,
                             "scale_rewards": crsp["options"].scale_rewards,
                             "advantage_baseline": crsp["baseline"]},
+              "steps": args.steps, "learning_rate": args.learning_rate,
+              "flat_steps": flat_steps(rewards, args),
               "reward_mean": round(sum(rewards) / len(rewards), 4),
-              **compare(trl, crsp, args)}
+              **gradients, **weights,
+              "agree": gradients["gradients_agree"] and weights["weights_agree"]}
     print(json.dumps(result))
     return 0 if result["agree"] else 1
 

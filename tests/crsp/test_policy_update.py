@@ -1,5 +1,5 @@
 """Policy update internals: length-packed micro-batches, response-only logits, on-policy ratio,
-no optimizer step without an advantage signal."""
+no KL-noise step without an advantage signal (a zero-gradient AdamW step when asked)."""
 
 from __future__ import annotations
 
@@ -124,6 +124,38 @@ def test_a_step_without_advantage_signal_takes_no_optimizer_step(rewards, moves)
     assert changed is moves
     assert metrics["update_skipped"] == (0.0 if moves else 1.0)
     assert metrics["ratio_mean"] == 1.0 and "loss" in metrics  # metrics either way
+
+
+@pytest.mark.parametrize("step_when_flat", [False, True])
+def test_a_flat_step_after_a_real_one_moves_by_adams_momentum_only_when_asked(step_when_flat):
+    # TRL's Trainer steps AdamW on a flat step too (its gradient is 0 with beta=0): the
+    # decayed momentum of the earlier step moves the weights. The KL part's noise never does.
+    model = _model().train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.05},
+                            log_ratio_clamp=20.0, ratio_clip=None, advantage_eps=1e-6,
+                            micro_batch_size=4, update_epochs=1, max_grad_norm=1.0,
+                            on_policy=True, step_when_flat=step_when_flat)
+    for rewards in ((1.0, -0.5, 1.0), (1.0, 1.0, 1.0)):
+        before = [p.detach().clone() for p in model.parameters()]
+        expected = {}
+        if rewards == (1.0, 1.0, 1.0):  # AdamW's update from its state with a zero gradient
+            for param in model.parameters():
+                state = optimizer.state[param]
+                beta1, beta2 = optimizer.defaults["betas"]
+                t = float(state["step"]) + 1
+                m, v = beta1 * state["exp_avg"], beta2 * state["exp_avg_sq"]
+                step = 1e-3 * (m / (1 - beta1 ** t)) / ((v / (1 - beta2 ** t)).sqrt() + 1e-8)
+                expected[param] = param.detach() - step
+        metrics = policy_update(model, optimizer, Accelerator(cpu=True), _solve_batch(rewards),
+                                ["solve"] * 3, ["math"] * 3, options, temperature=1.0)
+    assert metrics["update_skipped"] == 1.0
+    changed = any(not torch.equal(p.detach(), b)
+                  for p, b in zip(model.parameters(), before, strict=True))
+    assert changed is step_when_flat
+    if step_when_flat:
+        for param in model.parameters():
+            torch.testing.assert_close(param.detach(), expected[param], rtol=1e-5, atol=1e-7)
 
 
 def test_the_policy_optimizer_is_fused_adamw(tmp_path):

@@ -85,8 +85,10 @@ def test_auto_gives_a_dataset_run_trls_grpo_defaults_and_self_play_its_own():
                                                          (0.2, 0.2), False)
     assert train.beta_solve == 0.01 and dataset.sources["train.beta_solve"] == "--set"
     assert dataset.sources["train.advantage_baseline"] == "preset:dataset"
+    assert train.step_when_flat  # a flat step still steps AdamW, as TRL's Trainer does
     self_play = load_settings(REPO, [])
     assert self_play.settings.train.advantage_baseline == "task_type"
+    assert not self_play.settings.train.step_when_flat
     assert self_play.sources["train.advantage_baseline"] == "Kconfig"
 
 

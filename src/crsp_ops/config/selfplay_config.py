@@ -150,6 +150,7 @@ class TrainSettings:
     loss_aggregation: str  # "token_mean" | "sequence_mean" | "constant_normalizer"
     loss_constant_normalizer: int  # 0: the largest max_new_tokens_*
     mask_truncated: bool
+    step_when_flat: bool
     dynamic_sampling: bool
     dynamic_sampling_max_rounds: int
     lr_schedule: str  # "constant" | "linear" | "cosine"

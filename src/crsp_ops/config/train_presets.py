@@ -7,7 +7,8 @@ field, is the table in docs/training.md:
 
 * ``grpo``: TRL's ``loss_type="grpo"``: per-prompt baseline, rewards scaled by the group's
   standard deviation, per-response token mean then batch mean, ratio clip 0.2, no KL
-  (``beta=0``: neither to the sampling policy nor to a reference).
+  (``beta=0``: neither to the sampling policy nor to a reference). Like every TRL preset,
+  AdamW steps on a step with no signal too (``train.step_when_flat``), as TRL's Trainer does.
 * ``dapo``: DAPO as TRL's docs configure it: ``loss_type="dapo"`` (every token of the step
   weighs the same), clip-higher ``epsilon_high=0.28``, truncated completions masked, no KL.
 * ``dr_grpo``: ``loss_type="dr_grpo"`` (a constant normaliser: no length bias) with
@@ -28,7 +29,7 @@ from typing import Any
 _NO_KL = {"train.beta_propose": 0.0, "train.beta_solve": 0.0, "train.beta_critique": 0.0,
           "train.ref_kl_coef": 0.0, "train.algorithm": "trrpg"}
 _GROUP_RELATIVE = {"train.advantage_baseline": "task", "train.ratio_clip": 0.2,
-                   "train.update_epochs": 1}
+                   "train.update_epochs": 1, "train.step_when_flat": True}
 
 PRESETS: dict[str, dict[str, Any]] = {
     "none": {},

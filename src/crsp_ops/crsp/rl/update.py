@@ -21,11 +21,15 @@ no-grad forward of the initial policy per micro-batch), asymmetric ratio clippin
 aggregation, and rows whose loss mask was cleared (``mask_rows``: truncated completions keep
 their reward in the advantage baseline but train nothing).
 
-A step whose advantages are all 0 on every rank (every group's rewards equal) takes no
-optimizer step; its loss and metrics are still computed and logged (``update_skipped`` = 1).
-Its only gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which has zero mean
-under the sampling policy but is not zero on a finite sample, and Adam scales any nonzero
-gradient to a full-size step: every weight would move by the full learning rate on noise.
+A step whose advantages are all 0 on every rank (every group's rewards equal) has no signal;
+its loss and metrics are still computed and logged (``update_skipped`` = 1). Its only
+gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which has zero mean under the
+sampling policy but is not zero on a finite sample, and Adam scales any nonzero gradient to a
+full-size step: every weight would move by the full learning rate on noise. So that gradient
+is never applied: by default the step takes no optimizer step; with ``step_when_flat`` (the
+dataset and TRL presets) the gradient is set to 0 and the optimizer still steps, as TRL's
+Trainer does, so AdamW's momentum carries on (its update is then the decayed momentum alone)
+and its step count matches GRPO's.
 
 Across ``accelerate`` processes the step is every rank's rollouts: each rank's loss is scaled
 by ``world_size * local / global`` (tokens, or rows per the aggregation) so that DDP's gradient
@@ -76,6 +80,7 @@ class UpdateOptions:
     ref_kl_estimator: str = "k3"  # reference_kl.ESTIMATORS
     lockstep: bool = False  # sharded (FSDP): every rank runs as many micro-batches as the most
     scale_rewards: str = "auto"  # advantages.SCALE_MODES or auto (the algorithm's own)
+    step_when_flat: bool = False  # no advantage signal: zero gradient, AdamW still steps
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -243,7 +248,8 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     Returns:
         ``{}`` when no rank had a rollout. Otherwise the last epoch's ``loss``, ``kl``,
         ``ratio_mean``, ``ratio_max``, ``clip_fraction``, ``log_ratio_clamped_fraction``,
-        ``grad_norm``, ``update_skipped`` (1: every advantage of every rank was 0, no step),
+        ``grad_norm``, ``update_skipped`` (1: every advantage of every rank was 0: no step, or
+        a zero-gradient one with ``step_when_flat``),
         ``advantage_abs_mean`` (ranks with rollouts) and ``ref_kl`` with a reference.
     """
     shares = _rank_shares(accelerator, batch, options.loss_aggregation)
@@ -269,14 +275,29 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         for _ in range(idle):
             _idle_pass(model, accelerator, reference if options.lockstep else None)
         metrics["grad_norm"] = _clip_gradients(accelerator, params, options)
-        if skip:  # every rank agrees: the weights, hence later epochs, would not change
-            break
-        optimizer.step()
+        if not _optimizer_step(optimizer, params, skip, options.step_when_flat):
+            break  # every rank agrees: the weights, hence later epochs, would not change
     optimizer.zero_grad(set_to_none=True)
     metrics["update_skipped"] = float(skip)
     if advantages is not None:
         metrics["advantage_abs_mean"] = float(advantages.abs().mean())
     return metrics
+
+
+def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bool) -> bool:
+    """The epoch's optimizer step; False when a flat step (no advantage anywhere) takes none.
+
+    A flat step's gradient is a KL term's noise or 0, and is never applied: with
+    ``step_when_flat`` it is replaced by 0 and AdamW still steps (its momentum alone moves the
+    weights, as in TRL's Trainer).
+    """
+    if flat:
+        if not step_when_flat:
+            return False
+        for param in params:
+            param.grad = torch.zeros_like(param)
+    optimizer.step()
+    return True
 
 
 def _rank_shares(accelerator: Any, batch: TrainingBatch | None, aggregation: str

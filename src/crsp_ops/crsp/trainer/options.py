@@ -89,7 +89,8 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         update_epochs=train.update_epochs, max_grad_norm=train.max_grad_norm,
         loss_aggregation=train.loss_aggregation, constant_normalizer=train.constant_normalizer,
         ref_kl_coef=train.ref_kl_coef, ref_kl_estimator=train.ref_kl_estimator,
-        scale_rewards=train.scale_rewards, lockstep=lockstep, on_policy=on_policy)
+        scale_rewards=train.scale_rewards, step_when_flat=train.step_when_flat,
+        lockstep=lockstep, on_policy=on_policy)
 
 
 def schedule_record(settings: SelfPlaySettings, *, reads_alpha: bool = True) -> dict[str, Any]:
