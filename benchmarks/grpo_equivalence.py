@@ -20,8 +20,8 @@ weight changes after the last step are compared too (``weights_cosine``,
 steps, and steps where every prompt's samples were scored alike (``flat_steps``).
 
 Exit 1 when the directions differ (cosine below ``1 − --tolerance``) or, with both gradients
-clipped, their norms do, or the weight changes differ: then the dataset defaults are not
-TRL's GRPO. ``--reward synthetic``
+clipped, their norms do, or (over several steps) the weight changes differ: then the dataset
+defaults are not TRL's GRPO. ``--reward synthetic``
 (each completion's share of even token ids: meaningless, but it differs between samples of
 any model) gives the check a signal where a task's reward would be flat.
 """
@@ -286,7 +286,9 @@ def main(argv=None) -> int:
               "flat_steps": flat_steps(rewards, args),
               "reward_mean": round(sum(rewards) / len(rewards), 4),
               **gradients, **weights,
-              "agree": gradients["gradients_agree"] and weights["weights_agree"]}
+              # one step's weight change is Adam's function of the compared gradient
+              "agree": gradients["gradients_agree"]
+              and (args.steps == 1 or weights["weights_agree"])}
     print(json.dumps(result))
     return 0 if result["agree"] else 1
 
