@@ -103,7 +103,7 @@ def crsp_settings(args):
     return load_settings(REPO, overrides).settings
 
 
-def trl_steps(args, model, tokenizer, rows, reward_fn) -> dict:
+def trl_steps(args, settings, model, tokenizer, rows, reward_fn) -> dict:
     """``--steps`` GRPOTrainer steps: the first clipped gradient and pre-clip norm, every
     step's rollouts and rewards, and the weights after the last step."""
     from datasets import Dataset
@@ -129,7 +129,8 @@ def trl_steps(args, model, tokenizer, rows, reward_fn) -> dict:
 
     class Gradient(TrainerCallback):
         def on_pre_optimizer_step(self, *_, **__):
-            seen.setdefault("gradient", flat_gradient(model))
+            if "gradient" not in seen:  # the first step's: a float64 copy of every weight
+                seen["gradient"] = flat_gradient(model)
 
         def on_log(self, _args, _state, _control, logs=None, **__):
             if logs and "grad_norm" in logs:
@@ -140,7 +141,7 @@ def trl_steps(args, model, tokenizer, rows, reward_fn) -> dict:
         config = grpo_config(
             out, samples=args.samples, sequences=sequences, micro=args.micro_batch,
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
-            learning_rate=args.learning_rate, weight_decay=crsp_settings(args).train.weight_decay,
+            learning_rate=args.learning_rate, weight_decay=settings.train.weight_decay,
             max_grad_norm=args.max_grad_norm, max_steps=args.steps,
             logging_steps=1)  # the grad_norm log after the first step
         trainer = Recording(model=model, reward_funcs=[reward], args=config,
@@ -152,7 +153,7 @@ def trl_steps(args, model, tokenizer, rows, reward_fn) -> dict:
     return seen
 
 
-def crsp_steps(args, model, tokenizer, seen: dict) -> dict:
+def crsp_steps(args, settings, model, tokenizer, seen: dict) -> dict:
     """CRSP's ``policy_update`` and AdamW (as its trainer builds it) replaying TRL's rollouts
     step by step: the first clipped gradient and pre-clip norm, and the final weights."""
     import numpy as np
@@ -164,14 +165,14 @@ def crsp_steps(args, model, tokenizer, seen: dict) -> dict:
     from crsp_ops.crsp.trainer.options import SelfPlaySettings, update_options
     from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
-    settings = crsp_settings(args)
     options = update_options(SelfPlaySettings(settings.crsp, settings.reward, settings.train,
                                               settings.generation), on_policy=True)
     captured: dict = {}
 
     class Reading(torch.optim.AdamW):  # reads the first (clipped) gradient, then steps
         def step(self, closure=None):
-            captured.setdefault("gradient", flat_gradient(model))
+            if "gradient" not in captured:
+                captured["gradient"] = flat_gradient(model)
             return super().step(closure)
 
     # the trainer's optimizer (crsp_ops.crsp.trainer.setup.prepare_policy_parts)
@@ -252,7 +253,8 @@ def compare(trl: dict, crsp: dict, args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if crsp_settings(args).train.mask_truncated:  # the batch below is built without the mask
+    settings = crsp_settings(args)
+    if settings.train.mask_truncated:  # the batch below is built without the mask
         print("grpo_equivalence: train.mask_truncated is not modelled by this check; "
               "leave it off", file=sys.stderr)
         return 2
@@ -269,9 +271,9 @@ def main(argv=None) -> int:
     model, tokenizer = load_causal_lm(args.model, dtype=torch.float32)
     initial = copy.deepcopy(model.state_dict())
     start = flat_weights(model)
-    trl = trl_steps(args, model, tokenizer, rows, reward_fn)
+    trl = trl_steps(args, settings, model, tokenizer, rows, reward_fn)
     model.load_state_dict(initial)
-    crsp = crsp_steps(args, model, tokenizer, trl)
+    crsp = crsp_steps(args, settings, model, tokenizer, trl)
     rewards = trl["rewards"]
     gradients = compare(trl, crsp, args)
     weights = compare_weights(start, trl, crsp, args)
