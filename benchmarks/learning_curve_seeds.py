@@ -235,11 +235,14 @@ def task_verdicts(journal: Path, arm: str, step: int) -> list[bool] | None:
     return None
 
 
-def tasks_interval(journals: list[Path], compare: tuple[str, str], step: int) -> dict | None:
+def tasks_interval(journals: list[Path] | dict[str, list[Path]], compare: tuple[str, str],
+                   step: int) -> dict | None:
     """A − B at ``step`` paired over held-out tasks, each task's verdicts averaged over runs.
 
-    ``None`` when an arm has no verdicts at ``step``; a ``ValueError`` when the runs scored
-    different numbers of tasks (different held-out sets cannot be paired).
+    ``journals``: every run's journal, read for both arms; or each arm's own journals (an arm
+    whose runs came from other reports). ``None`` when an arm has no verdicts at ``step``; a
+    ``ValueError`` when the runs scored different numbers of tasks (different held-out sets
+    cannot be paired).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -251,7 +254,8 @@ def tasks_interval(journals: list[Path], compare: tuple[str, str], step: int) ->
     """
     shares = []
     for arm in compare:
-        verdicts = [v for v in (task_verdicts(j, arm, step) for j in journals) if v is not None]
+        own = journals[arm] if isinstance(journals, dict) else journals
+        verdicts = [v for v in (task_verdicts(j, arm, step) for j in own) if v is not None]
         if not verdicts:
             return None
         if len({len(v) for v in verdicts}) != 1:

@@ -15,7 +15,9 @@ scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP
 defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
 ``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes; ``--only-seeds``
 shares the runs between processes or machines writing into one ``--out`` (the one that finds
-every run on disk prints the summary).
+every run on disk prints the summary). ``--arms crsp --runs-from DIR`` retrains one arm only
+(after a change to it) and takes the other arm of each run from an earlier suite's ``DIR``:
+the runs are deterministic, and runs whose settings differ are refused.
 
 Per task (``learning_curve_seeds.summarize``): each arm's final success rate with a t-interval
 over runs and its run-to-run standard deviation (``sd_after``; the budget is large enough when
@@ -45,6 +47,7 @@ from crsp_ops.atomic_io import atomic_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNING_CURVE_SCRIPT = Path(__file__).resolve().parent / "learning_curve.py"
+ARMS = ("crsp", "grpo")
 GOAL_MARGIN = 0.02  # CRSP may trail GRPO by at most this much, mean over runs
 SD_BUDGET = 0.05  # run-to-run standard deviation of the final success rate at a large budget
 
@@ -93,6 +96,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="train only these of the runs' sampling seeds in this process "
                              "(others may train the rest into the same --out); the summary "
                              "is printed once every run is on disk")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS),
+                        help="the arms trained here (default both)")
+    parser.add_argument("--runs-from", type=Path, default=None,
+                        help="an earlier suite's --out: the arms not in --arms are read from "
+                             "its runs of the same tasks, split and seeds")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     seeds = LEARNING_CURVE[args.split].sampling_seeds
@@ -110,7 +118,7 @@ def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
     task = SUITE[name]
     budget = args.max_new_tokens or task.max_new_tokens
     return [sys.executable, str(LEARNING_CURVE_SCRIPT), "--model", str(args.model),
-            "--arms", "crsp", "grpo", "--dataset", str(ROOT / task.folder / "train.jsonl"),
+            "--arms", *args.arms, "--dataset", str(ROOT / task.folder / "train.jsonl"),
             "--eval-dataset", str(task.eval_file(args.split)),
             "--reward", str(ROOT / task.folder / task.reward), "--steps", str(args.steps),
             "--eval-every", str(args.eval_every), "--heldout", str(args.heldout),
@@ -153,7 +161,7 @@ def save_runs_figure(reports: list[dict], path: Path, title: str) -> Path:
     """Every run's held-out success curve, one colour per arm; written atomically as PNG."""
     figure = Figure(figsize=(7, 4.2), layout="constrained")
     axis = figure.subplots()
-    for index, arm in enumerate(("crsp", "grpo")):
+    for index, arm in enumerate(ARMS):
         for run, report in enumerate(r for r in reports if arm in r["arms"]):
             curve = report["arms"][arm]["curve"]
             axis.plot([p["samples"] for p in curve], [p["solve_rate"] for p in curve],
@@ -167,14 +175,52 @@ def save_runs_figure(reports: list[dict], path: Path, title: str) -> Path:
     return path
 
 
+class MismatchedRuns(ValueError):
+    """``--runs-from`` holds a run trained with other settings than this suite's."""
+
+
+SHARED_SETTINGS = ("steps", "eval_every", "heldout", "tasks_per_step", "samples",
+                   "learning_rate", "temperature", "max_new_tokens", "split", "seed",
+                   "sampling_seed", "schedule_seed")
+
+
+def kept_run(args, report: dict, path: Path) -> dict:
+    """The run of ``--runs-from`` that matches ``report``'s, holding only the arms not
+    trained here.
+
+    Raises:
+        MismatchedRuns: it is missing, or it was trained with other settings.
+    """
+    if not path.is_file():
+        raise MismatchedRuns(f"--runs-from has no run {path}")
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    differ = [key for key in SHARED_SETTINGS if kept.get(key) != report.get(key)]
+    if differ:
+        raise MismatchedRuns(f"--runs-from {path} was trained with other {', '.join(differ)}")
+    return {**kept, "arms": {arm: curve for arm, curve in kept["arms"].items()
+                             if arm not in args.arms}}
+
+
+def task_reports(args, name: str, paths: list[Path]) -> tuple[list[dict], dict]:
+    """The task's run reports (with ``--runs-from``'s arms added) and each arm's journals."""
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    journals = {arm: [path.parent / "evaluations.jsonl" for path in paths] for arm in ARMS}
+    if args.runs_from is None:
+        return reports, journals
+    kept_paths = [args.runs_from / name / path.parent.name / path.name for path in paths]
+    kept = [kept_run(args, report, path) for report, path in zip(reports, kept_paths,
+                                                                  strict=True)]
+    for arm in set(ARMS) - set(args.arms):
+        journals[arm] = [path.parent / "evaluations.jsonl" for path in kept_paths]
+    return kept + reports, journals
+
+
 def summarize_task(args, name: str, paths: list[Path]) -> dict:
     """One task's summary, paired-over-prompts interval, verdicts and figure."""
-    reports = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    reports, journals = task_reports(args, name, paths)
     summary = summarize(reports)
-    journals = [path.parent / "evaluations.jsonl" for path in paths]
-    if all(journal.is_file() for journal in journals):
-        summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ("crsp", "grpo"),
-                                                            summary["step"])
+    if all(journal.is_file() for own in journals.values() for journal in own):
+        summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ARMS, summary["step"])
     figure = save_runs_figure(reports, args.out / name / "runs.png",
                               f"{name} ({args.split}): every run, {len(reports)} per arm")
     return {**summary, "goal": verdicts(summary), "figure": shown(figure)}
@@ -195,7 +241,11 @@ def main(argv=None) -> int:
         if missing:
             print(f"# {name}: no summary yet, runs still to come: {missing}", file=sys.stderr)
             continue
-        tasks[name] = summarize_task(args, name, reports)
+        try:
+            tasks[name] = summarize_task(args, name, reports)
+        except MismatchedRuns as error:
+            print(f"learning_suite: {error}", file=sys.stderr)
+            return 2
     if not tasks:
         return 0
     settings = {key: (shown(value) if isinstance(value, Path) else value)

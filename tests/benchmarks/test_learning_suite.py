@@ -60,7 +60,7 @@ def test_a_suite_reward_gives_the_reference_reply_full_marks_and_a_wrong_one_non
 def test_the_command_trains_both_arms_on_the_splits_file_at_the_tasks_budget(tmp_path):
     args = SimpleNamespace(model="m", split="test", steps=8, eval_every=4, heldout=300,
                            tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
-                           max_new_tokens=None, overrides=["train.top_p=0.9"],
+                           max_new_tokens=None, overrides=["train.top_p=0.9"], arms=["crsp", "grpo"],
                            schedule="shared")
     command = run_command(args, "word_problems", 4521, tmp_path)
     text = " ".join(command)
@@ -74,7 +74,8 @@ def test_the_command_trains_both_arms_on_the_splits_file_at_the_tasks_budget(tmp
 def test_per_run_schedules_give_each_run_its_sampling_seeds_order(tmp_path):
     args = SimpleNamespace(model="m", split="dev", steps=8, eval_every=4, heldout=200,
                            tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
-                           max_new_tokens=None, overrides=[], schedule="per-run")
+                           max_new_tokens=None, overrides=[], schedule="per-run",
+                           arms=["crsp", "grpo"])
     command = run_command(args, "review_sentiment", 102, tmp_path)
     assert command[command.index("--schedule-seed") + 1] == "102"
     assert command[command.index("--sampling-seed") + 1] == "102"
@@ -113,3 +114,42 @@ def test_only_seeds_trains_its_own_runs_and_waits_for_the_others(tmp_path, monke
 def test_a_committed_path_is_recorded_relative_to_the_repository_and_others_as_given():
     assert shown(ROOT / "benchmarks/results/suite/runs.png") == "benchmarks/results/suite/runs.png"
     assert shown(Path("/tmp/suite/runs.png")) == "/tmp/suite/runs.png"
+
+
+def write_run(folder, arms, seed, *, learning_rate=1e-5):
+    """A finished run of review_sentiment's test split: each arm's (after, verdicts at step 8)."""
+    run = folder / "review_sentiment" / f"sampling-{seed}"
+    run.mkdir(parents=True)
+    curves = {arm: {"curve": [{"step": 0, "samples": 0, "solve_rate": 0.25, "well_formed": 1.0,
+                               "solve_rate_well_formed": 0.25},
+                              {"step": 8, "samples": 256, "solve_rate": after, "well_formed": 1.0,
+                               "solve_rate_well_formed": after}]}
+              for arm, (after, _) in arms.items()}
+    report = {"seed": 4521, "sampling_seed": seed, "split": "test", "steps": 8, "eval_every": 4,
+              "heldout": 300, "tasks_per_step": 4, "samples": 8, "learning_rate": learning_rate,
+              "temperature": 0.7, "max_new_tokens": 16, "arms": curves}
+    (run / "learning_curve.json").write_text(json.dumps(report))
+    journal = [{"arm": "base", "step": 0, "correct_each": [True, False, False, False]}]
+    journal += [{"arm": arm, "step": 8, "correct_each": verdicts}
+                for arm, (_, verdicts) in arms.items()]
+    (run / "evaluations.jsonl").write_text("\n".join(map(json.dumps, journal)))
+
+
+def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, capsys):
+    earlier, now = tmp_path / "earlier", tmp_path / "now"
+    for seed, (old_crsp, grpo) in {4531: (0.25, 0.5), 4532: (0.25, 0.75)}.items():
+        write_run(earlier, {"crsp": (old_crsp, [True, False, False, False]),
+                            "grpo": (grpo, [True, True, False, False])}, seed)
+        write_run(now, {"crsp": (1.0, [True, True, True, True])}, seed)
+    argv = ["--model", "m", "--split", "test", "--runs", "2", "--tasks", "review_sentiment",
+            "--out", str(now), "--arms", "crsp", "--runs-from", str(earlier)]
+    assert main(argv) == 0
+    task = json.loads(capsys.readouterr().out)["tasks"]["review_sentiment"]
+    assert [row["after"] for row in task["arms"]["crsp"]["per_seed"]] == [1.0, 1.0]
+    assert [row["after"] for row in task["arms"]["grpo"]["per_seed"]] == [0.5, 0.75]
+    assert task["crsp_minus_grpo_prompts"]["diff"] == 0.5  # this run's CRSP, the earlier GRPO
+
+    write_run(tmp_path / "other_lr", {"grpo": (0.5, [True] * 4)}, 4531, learning_rate=3e-5)
+    write_run(tmp_path / "other_lr", {"grpo": (0.5, [True] * 4)}, 4532, learning_rate=3e-5)
+    assert main([*argv[:-1], str(tmp_path / "other_lr")]) == 2
+    assert "other learning_rate" in capsys.readouterr().err
