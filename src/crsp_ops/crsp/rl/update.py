@@ -295,7 +295,10 @@ def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bo
         if not step_when_flat:
             return False
         for param in params:
-            param.grad = torch.zeros_like(param)
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+            else:
+                param.grad.zero_()
     optimizer.step()
     return True
 
