@@ -184,6 +184,20 @@ SHARED_SETTINGS = ("steps", "eval_every", "heldout", "tasks_per_step", "samples"
                    "sampling_seed", "schedule_seed")
 
 
+def run_settings(report: dict) -> dict:
+    """The settings a run's report records, as ``kept_run`` compares them: a report from
+    before a key was recorded has ``None`` there (not compared), and its prompt order was
+    its ``seed``'s.
+
+    >>> run_settings({"seed": 4521, "steps": 8})["schedule_seed"]
+    4521
+    """
+    settings = {key: report.get(key) for key in SHARED_SETTINGS}
+    if settings["schedule_seed"] is None:
+        settings["schedule_seed"] = report.get("seed")
+    return settings
+
+
 def kept_run(args, report: dict, path: Path) -> dict:
     """The run of ``--runs-from`` that matches ``report``'s, holding only the arms not
     trained here.
@@ -194,7 +208,9 @@ def kept_run(args, report: dict, path: Path) -> dict:
     if not path.is_file():
         raise MismatchedRuns(f"--runs-from has no run {path}")
     kept = json.loads(path.read_text(encoding="utf-8"))
-    differ = [key for key in SHARED_SETTINGS if kept.get(key) != report.get(key)]
+    ours, theirs = run_settings(report), run_settings(kept)
+    differ = [key for key in SHARED_SETTINGS
+              if None not in (ours[key], theirs[key]) and ours[key] != theirs[key]]
     if differ:
         raise MismatchedRuns(f"--runs-from {path} was trained with other {', '.join(differ)}")
     return {**kept, "arms": {arm: curve for arm, curve in kept["arms"].items()

@@ -153,3 +153,18 @@ def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, c
     write_run(tmp_path / "other_lr", {"grpo": (0.5, [True] * 4)}, 4532, learning_rate=3e-5)
     assert main([*argv[:-1], str(tmp_path / "other_lr")]) == 2
     assert "other learning_rate" in capsys.readouterr().err
+
+
+def test_runs_from_reads_a_report_from_before_a_setting_was_recorded(tmp_path, capsys):
+    earlier, now = tmp_path / "earlier", tmp_path / "now"
+    for seed in (4531, 4532):
+        write_run(earlier, {"grpo": (0.5, [True, True, False, False])}, seed)
+        write_run(now, {"crsp": (1.0, [True] * 4)}, seed)
+        for folder, schedule in ((earlier, None), (now, 4521)):  # the old one: its seed's order
+            path = folder / "review_sentiment" / f"sampling-{seed}" / "learning_curve.json"
+            report = json.loads(path.read_text())
+            path.write_text(json.dumps({**report, "schedule_seed": schedule}))
+    argv = ["--model", "m", "--split", "test", "--runs", "2", "--tasks", "review_sentiment",
+            "--out", str(now), "--arms", "crsp", "--runs-from", str(earlier)]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"]["review_sentiment"]["goal"]["ahead"]
