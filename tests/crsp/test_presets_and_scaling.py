@@ -56,6 +56,32 @@ def test_auto_is_the_algorithms_own_and_an_unknown_mode_is_refused():
         task_relative_advantages(REWARDS, GROUPS, ROLES, scale="std", eps=1e-6)
 
 
+# three prompts: a mixed (1, 0), b always right (1, 1), c always wrong (0, 0)
+FLAT_REWARDS = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+FLAT_GROUPS = ["a", "a", "b", "b", "c", "c"]
+
+
+def test_a_flat_group_gets_zero_unless_measured_against_the_steps_baseline():
+    zero = task_relative_advantages(FLAT_REWARDS, FLAT_GROUPS, ["solve"] * 6, scale="group",
+                                    eps=1e-6)
+    torch.testing.assert_close(zero, torch.tensor([1.0, -1.0, 0.0, 0.0, 0.0, 0.0]))
+    # step: b and c against all six rewards (mean 0.5, population std 0.5); a keeps its own
+    step = task_relative_advantages(FLAT_REWARDS, FLAT_GROUPS, ["solve"] * 6, scale="group",
+                                    eps=1e-6, flat="step")
+    torch.testing.assert_close(step, torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0]))
+    unscaled = task_relative_advantages(FLAT_REWARDS, FLAT_GROUPS, ["solve"] * 6, scale="none",
+                                        eps=1e-6, flat="step")
+    torch.testing.assert_close(unscaled, torch.tensor([0.5, -0.5, 0.5, 0.5, -0.5, -0.5]))
+
+
+def test_a_step_where_every_reward_is_equal_stays_without_signal():
+    same = task_relative_advantages(torch.ones(4), GROUPS, ROLES, scale="group", eps=1e-6,
+                                    flat="step")
+    torch.testing.assert_close(same, torch.zeros(4))
+    with pytest.raises(ValueError, match="flat must be one of"):
+        task_relative_advantages(REWARDS, GROUPS, ROLES, scale="group", eps=1e-6, flat="mean")
+
+
 @pytest.mark.parametrize("name", sorted(set(PRESETS) - {"none"}))
 def test_a_preset_sets_its_keys_and_labels_them(name):
     resolved = load_settings(REPO, [f"train.preset={name}"])
@@ -106,3 +132,14 @@ def test_the_trainer_updates_with_the_presets_loss(tiny_model_dir, small_setting
     trainer.close()
     assert (options.scale_rewards, options.loss_aggregation, dict(options.betas)["solve"],
             options.ratio_clip) == ("none", "constant_normalizer", 0.0, 0.2)
+
+
+def test_the_flat_group_setting_reaches_the_update(tiny_model_dir, small_settings, tmp_path):
+    from tests.crsp.test_selfplay_trainer import _trainer
+
+    trainer = _trainer(tiny_model_dir, small_settings("train.flat_group_advantage=step"),
+                       tmp_path)
+    options = trainer.update_options
+    trainer.close()
+    assert options.flat_group_advantage == "step"
+    assert load_settings(REPO, []).settings.train.flat_group_advantage == "zero"

@@ -151,6 +151,7 @@ class TrainSettings:
     loss_constant_normalizer: int  # 0: the largest max_new_tokens_*
     mask_truncated: bool
     step_when_flat: bool
+    flat_group_advantage: str  # "zero" | "step" (rl.advantages)
     dynamic_sampling: bool
     dynamic_sampling_max_rounds: int
     lr_schedule: str  # "constant" | "linear" | "cosine"

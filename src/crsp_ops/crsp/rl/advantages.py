@@ -10,6 +10,13 @@ so each pair gets its own baseline, as in Absolute Zero's TRR++:
 * ``scale="batch"``: ``A = (r − mean_group) / std_role``, the standard deviation of every reward
   of the role in the step (TRL's ``scale_rewards="batch"``).
 
+A *flat* group (every reward equal: every sample of a prompt right, or every one wrong) has no
+signal under its own baseline. ``flat="step"`` measures it against the step's instead:
+``A = r − mean_role`` over every reward of the role in the step, divided by their
+``std_role`` unless ``scale="none"``, so a prompt the policy always gets right is reinforced
+and one it always gets wrong is pushed away from (a policy that gives one answer to every
+prompt still learns); ``flat="zero"`` (GRPO) leaves it at 0. Other groups are unchanged.
+
 Guards: a group of one has no baseline but its own reward, so its advantage is 0 (it carries
 no learning signal rather than a made-up one); when the standard deviation is below ``eps`` (all
 rewards equal up to noise) the centred value is returned unscaled instead of dividing by ~0.
@@ -31,11 +38,12 @@ from collections.abc import Hashable, Sequence
 import torch
 
 SCALE_MODES = ("group", "batch", "none")  # train.scale_rewards (besides auto)
+FLAT_GROUP_MODES = ("zero", "step")  # train.flat_group_advantage
 
 
 def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashable],
-                             roles: Sequence[Hashable], *, scale: str, eps: float
-                             ) -> torch.Tensor:
+                             roles: Sequence[Hashable], *, scale: str, eps: float,
+                             flat: str = "zero") -> torch.Tensor:
     """Sequence-level advantages with one baseline per (task type, role) group.
 
     Args:
@@ -45,6 +53,7 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         roles: role of each sample (``B`` items): "propose", "solve" or "critique".
         scale: ``group``, ``batch`` or ``none`` (see the module docstring).
         eps: standard deviations below this are treated as zero (> 0).
+        flat: ``zero`` or ``step``: a flat group's baseline (see the module docstring).
 
     Returns:
         Advantages, shape ``(B,)``, same dtype as ``rewards``.
@@ -52,6 +61,9 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
     >>> task_relative_advantages(torch.tensor([1., 0., 5.]), ["code_i"] * 3,
     ...                          ["solve", "solve", "propose"], scale="none", eps=1e-6)
     tensor([ 0.5000, -0.5000,  0.0000])
+    >>> task_relative_advantages(torch.tensor([1., 1., 0., 0.]), ["a", "a", "b", "b"],
+    ...                          ["solve"] * 4, scale="group", eps=1e-6, flat="step")
+    tensor([ 1.,  1., -1., -1.])
     """
     if rewards.dim() != 1:
         raise ValueError(f"rewards must have shape (B,), got {tuple(rewards.shape)}")
@@ -62,27 +74,35 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         raise ValueError(f"eps must be > 0, got {eps}")
     if scale not in SCALE_MODES:
         raise ValueError(f"scale must be one of {SCALE_MODES}, got {scale!r}")
+    if flat not in FLAT_GROUP_MODES:
+        raise ValueError(f"flat must be one of {FLAT_GROUP_MODES}, got {flat!r}")
     if not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf; fix the reward function first")
-    role_std = _role_stds(rewards, roles) if scale == "batch" else {}
+    role_rewards = _role_rewards(rewards, roles)
     advantages = torch.zeros_like(rewards)
     for (_, role), indices in group_indices(task_types, roles).items():
         if len(indices) < 2:
             continue  # singleton: no baseline but itself, advantage stays 0
         index = torch.tensor(indices, device=rewards.device)
         group = rewards[index]  # (G,)
-        centred = group - group.mean()
-        std = group.std(unbiased=False) if scale == "group" else role_std.get(role)
+        baseline, std = group.mean(), group.std(unbiased=False)
+        if flat == "step" and std < eps:  # flat: the step's baseline (and spread) instead
+            baseline = role_rewards[role].mean()
+            std = role_rewards[role].std(unbiased=False) if scale != "none" else None
+        elif scale != "group":
+            std = role_rewards[role].std(unbiased=False) if scale == "batch" else None
+        centred = group - baseline
         if std is not None and std >= eps:
             centred = centred / std
         advantages[index] = centred
     return advantages
 
 
-def _role_stds(rewards: torch.Tensor, roles: Sequence[Hashable]) -> dict[Hashable, torch.Tensor]:
-    """The population standard deviation of each role's rewards."""
+def _role_rewards(rewards: torch.Tensor, roles: Sequence[Hashable]
+                  ) -> dict[Hashable, torch.Tensor]:
+    """Every reward of each role in the step."""
     return {role: rewards[torch.tensor([i for i, r in enumerate(roles) if r == role],
-                                       device=rewards.device)].std(unbiased=False)
+                                       device=rewards.device)]
             for role in dict.fromkeys(roles)}
 
 

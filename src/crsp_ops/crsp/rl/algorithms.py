@@ -48,15 +48,16 @@ def get_algorithm(name: str) -> PolicyGradientAlgorithm:
 
 def compute_advantages(algorithm: PolicyGradientAlgorithm, rewards: torch.Tensor,
                        groups: Sequence[Hashable], roles: Sequence[Hashable], *,
-                       eps: float, scale: str = "auto") -> torch.Tensor:
+                       eps: float, scale: str = "auto", flat: str = "zero") -> torch.Tensor:
     """Advantages ``(B,)``, one baseline per (group, role), scaled as ``scale`` says.
 
     ``groups``: each sample's baseline group (``advantages.baseline_group``); ``scale``:
-    ``group``, ``batch``, ``none`` or ``auto``, the algorithm's own (TRR++ whitens per group).
+    ``group``, ``batch``, ``none`` or ``auto``, the algorithm's own (TRR++ whitens per group);
+    ``flat``: a flat group's baseline (``advantages.task_relative_advantages``).
     """
     if scale == "auto":
         scale = "group" if algorithm.whiten_advantages else "none"
-    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps)
+    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps, flat=flat)
 
 
 def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,

@@ -81,6 +81,7 @@ class UpdateOptions:
     lockstep: bool = False  # sharded (FSDP): every rank runs as many micro-batches as the most
     scale_rewards: str = "auto"  # advantages.SCALE_MODES or auto (the algorithm's own)
     step_when_flat: bool = False  # no advantage signal: zero gradient, AdamW still steps
+    flat_group_advantage: str = "zero"  # advantages.FLAT_GROUP_MODES
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -331,7 +332,8 @@ def _advantages(accelerator: Any, batch: TrainingBatch | None, roles: Sequence[s
         advantages = compute_advantages(options.algorithm, batch.episode_rewards,
                                         list(baseline_groups), list(roles),
                                         eps=options.advantage_eps,
-                                        scale=options.scale_rewards)  # (B,)
+                                        scale=options.scale_rewards,
+                                        flat=options.flat_group_advantage)  # (B,)
     training_rows = None if batch is None else batch.loss_mask.sum(1) > 0  # (B,)
     skip = advantage_signal_over_ranks(
         accelerator, None if advantages is None else advantages * training_rows) == 0

@@ -90,6 +90,7 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         loss_aggregation=train.loss_aggregation, constant_normalizer=train.constant_normalizer,
         ref_kl_coef=train.ref_kl_coef, ref_kl_estimator=train.ref_kl_estimator,
         scale_rewards=train.scale_rewards, step_when_flat=train.step_when_flat,
+        flat_group_advantage=train.flat_group_advantage,
         lockstep=lockstep, on_policy=on_policy)
 
 
