@@ -78,7 +78,7 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         raise ValueError(f"flat must be one of {FLAT_GROUP_MODES}, got {flat!r}")
     if not torch.isfinite(rewards).all():
         raise ValueError("rewards contain NaN or inf; fix the reward function first")
-    role_rewards = _role_rewards(rewards, roles)
+    role_stats = _role_stats(rewards, roles)  # (mean, std) of each role's rewards, once
     advantages = torch.zeros_like(rewards)
     for (_, role), indices in group_indices(task_types, roles).items():
         if len(indices) < 2:
@@ -87,10 +87,10 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         group = rewards[index]  # (G,)
         baseline, std = group.mean(), group.std(unbiased=False)
         if flat == "step" and std < eps:  # flat: the step's baseline (and spread) instead
-            baseline = role_rewards[role].mean()
-            std = role_rewards[role].std(unbiased=False) if scale != "none" else None
+            baseline, role_std = role_stats[role]
+            std = role_std if scale != "none" else None
         elif scale != "group":
-            std = role_rewards[role].std(unbiased=False) if scale == "batch" else None
+            std = role_stats[role][1] if scale == "batch" else None
         centred = group - baseline
         if std is not None and std >= eps:
             centred = centred / std
@@ -98,12 +98,15 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
     return advantages
 
 
-def _role_rewards(rewards: torch.Tensor, roles: Sequence[Hashable]
-                  ) -> dict[Hashable, torch.Tensor]:
-    """Every reward of each role in the step."""
-    return {role: rewards[torch.tensor([i for i, r in enumerate(roles) if r == role],
-                                       device=rewards.device)]
-            for role in dict.fromkeys(roles)}
+def _role_stats(rewards: torch.Tensor, roles: Sequence[Hashable]
+                ) -> dict[Hashable, tuple[torch.Tensor, torch.Tensor]]:
+    """The mean and population standard deviation of each role's rewards in the step."""
+    stats = {}
+    for role in dict.fromkeys(roles):
+        mine = rewards[torch.tensor([i for i, r in enumerate(roles) if r == role],
+                                    device=rewards.device)]
+        stats[role] = (mine.mean(), mine.std(unbiased=False))
+    return stats
 
 
 ADVANTAGE_BASELINES = ("task_type", "task")  # train.advantage_baseline
