@@ -8,7 +8,9 @@ TRL's ``GRPOTrainer`` (its loss defaults, ``beta=0``, fp32) takes one optimizer 
 just before the optimizer step (after clipping), and its rollouts (prompt and completion ids,
 each completion's reward) are kept. CRSP's ``policy_update`` then runs on exactly those
 rollouts from the same initial weights, with the settings a dataset run gets
-(``train.preset=auto`` plus any ``--set``), and its gradient is read the same way. Printed:
+(``train.preset=auto`` plus any ``--set``) less the dataset preset's one departure from TRL
+(``train.flat_group_advantage=step``: a flat group measured against the step, where TRL gives
+it 0; ``zero`` here unless ``--set``), and its gradient is read the same way. Printed:
 the cosine between the two gradients and their norm ratio, clipped (what the optimizers see)
 and before clipping (CRSP's population standard deviation against TRL's sample one makes that
 ratio sqrt(G / (G − 1)) whenever some group's rewards differ: ``expected_unclipped_ratio``).
@@ -99,7 +101,8 @@ def crsp_settings(args):
                  f"train.tasks_per_type={args.prompts}", f"train.solver_samples={args.samples}",
                  f"train.temperature={args.temperature}",
                  f"train.max_new_tokens_solve={args.max_new_tokens}",
-                 f"train.max_grad_norm={args.max_grad_norm}", *args.overrides]
+                 f"train.max_grad_norm={args.max_grad_norm}",
+                 "train.flat_group_advantage=zero", *args.overrides]  # TRL's flat group: 0
     return load_settings(REPO, overrides).settings
 
 

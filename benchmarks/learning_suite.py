@@ -7,9 +7,10 @@
 Each task is a folder of ``examples/`` written as a user writes one: ``train.jsonl``,
 ``dev.jsonl``, ``test.jsonl`` (seeded, disjoint) and a reward file with TRL's signature and no
 crsp_ops import. For every task and each of the first ``--runs`` sampling seeds of the split
-(``benchmarks/splits.py``), ``benchmarks/learning_curve.py`` trains both arms from ``--model``
-on the same prompts in the same order (the split's schedule seed; ``--schedule per-run``: each
-run its own order, both arms of a run the same) with the same reward file,
+(``benchmarks/splits.py``; ``--seeds`` names others of its seeds),
+``benchmarks/learning_curve.py`` trains both arms from ``--model`` on the same prompts in the
+same order (the split's schedule seed; ``--schedule per-run``: each run its own order, both
+arms of a run the same) with the same reward file,
 samples per prompt, prompts per step, completion budget, temperature and learning rate, and
 scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
 defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
@@ -77,6 +78,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tasks", nargs="+", choices=sorted(SUITE), default=sorted(SUITE))
     parser.add_argument("--split", choices=SPLITS, default="dev")
     parser.add_argument("--runs", type=int, default=4, help="sampling seeds per arm (>= 2)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="the runs' sampling seeds, from the split's list (default: its "
+                             "first --runs); a claim on seeds no earlier run used names them")
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--eval-every", type=int, default=4)
     parser.add_argument("--heldout", type=int, default=200, help="rows of the split's file")
@@ -104,12 +108,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     seeds = LEARNING_CURVE[args.split].sampling_seeds
+    if args.seeds is not None:
+        outside = sorted(set(args.seeds) - set(seeds))
+        if outside or len(set(args.seeds)) != len(args.seeds):
+            parser.error(f"--seeds must be distinct seeds of the {args.split} split's "
+                         f"{list(seeds)}; not: {outside or 'repeated'}")
+        args.runs = len(args.seeds)
     if not 2 <= args.runs <= len(seeds):
         parser.error(f"--runs must be 2..{len(seeds)} (the {args.split} split's seeds)")
-    unknown = set(args.only_seeds or ()) - set(seeds[:args.runs])
+    args.sampling_seeds = tuple(args.seeds or seeds[:args.runs])
+    unknown = set(args.only_seeds or ()) - set(args.sampling_seeds)
     if unknown:
-        parser.error(f"--only-seeds {sorted(unknown)} not among the {args.split} split's first "
-                     f"{args.runs} sampling seeds {list(seeds[:args.runs])}")
+        parser.error(f"--only-seeds {sorted(unknown)} not among the runs' sampling seeds "
+                     f"{list(args.sampling_seeds)}")
     return args
 
 
@@ -134,7 +145,7 @@ def run_task(args, name: str) -> list[Path]:
     """Every run of one task (those on disk kept, ``--only-seeds`` alone trained); the paths
     of their reports."""
     reports = []
-    for sampling_seed in LEARNING_CURVE[args.split].sampling_seeds[:args.runs]:
+    for sampling_seed in args.sampling_seeds:
         out = args.out / name / f"sampling-{sampling_seed}"
         report = out / "learning_curve.json"
         mine = args.only_seeds is None or sampling_seed in args.only_seeds

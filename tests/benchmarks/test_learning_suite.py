@@ -111,6 +111,23 @@ def test_only_seeds_trains_its_own_runs_and_waits_for_the_others(tmp_path, monke
     assert stop.value.code == 2
 
 
+def test_seeds_names_the_runs_and_refuses_a_seed_outside_the_split(tmp_path, monkeypatch):
+    trained = []
+
+    def fake_run(command, **_):
+        trained.append(int(command[command.index("--sampling-seed") + 1]))
+
+    monkeypatch.setattr("benchmarks.learning_suite.subprocess.run", fake_run)
+    argv = ["--model", "m", "--split", "test", "--tasks", "review_sentiment",
+            "--out", str(tmp_path), "--seeds", "4535", "4536", "4537"]
+    assert main(argv) == 0
+    assert trained == [4535, 4536, 4537]  # not the split's first runs, 4531-4533
+    for bad in (["4535", "402"], ["4535", "4535"]):  # a dev seed; a seed twice
+        with pytest.raises(SystemExit) as stop:
+            main([*argv[:-3], *bad])
+        assert stop.value.code == 2
+
+
 def test_a_committed_path_is_recorded_relative_to_the_repository_and_others_as_given():
     assert shown(ROOT / "benchmarks/results/suite/runs.png") == "benchmarks/results/suite/runs.png"
     assert shown(Path("/tmp/suite/runs.png")) == "/tmp/suite/runs.png"
