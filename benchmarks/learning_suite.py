@@ -116,11 +116,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.runs = len(args.seeds)
     if not 2 <= args.runs <= len(seeds):
         parser.error(f"--runs must be 2..{len(seeds)} (the {args.split} split's seeds)")
-    args.sampling_seeds = tuple(args.seeds or seeds[:args.runs])
-    unknown = set(args.only_seeds or ()) - set(args.sampling_seeds)
+    args.seeds = tuple(args.seeds or seeds[:args.runs])  # the runs' sampling seeds, in order
+    unknown = set(args.only_seeds or ()) - set(args.seeds)
     if unknown:
         parser.error(f"--only-seeds {sorted(unknown)} not among the runs' sampling seeds "
-                     f"{list(args.sampling_seeds)}")
+                     f"{list(args.seeds)}")
     return args
 
 
@@ -145,7 +145,7 @@ def run_task(args, name: str) -> list[Path]:
     """Every run of one task (those on disk kept, ``--only-seeds`` alone trained); the paths
     of their reports."""
     reports = []
-    for sampling_seed in args.sampling_seeds:
+    for sampling_seed in args.seeds:
         out = args.out / name / f"sampling-{sampling_seed}"
         report = out / "learning_curve.json"
         mine = args.only_seeds is None or sampling_seed in args.only_seeds
