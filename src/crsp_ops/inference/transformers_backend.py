@@ -20,6 +20,9 @@ declares, for knobs the ``SamplingParams`` leave off, run before both recorders 
 penalty, say) or, for sampling warpers other than temperature, top-k and top-p (min-p,
 typical-p), after the processed one, which then does not see them.
 
+A batch that holds a prompt several times (a group of samples) prefills it once
+(``shared_prefill``): the distinct prompts' KV cache is gathered to every row.
+
 Chat-template kwargs (``chat_template_kwargs``, e.g. a model's thinking switch) go to every
 ``encode_chat`` call, so the ids fed to the model are those an ``InferenceContext`` built with
 the same kwargs records.
@@ -56,6 +59,7 @@ from crsp_ops.inference.sampling_processors import (
     penalty_processors,
     sampling_warpers,
 )
+from crsp_ops.inference.shared_prefill import shared_prefill
 from crsp_ops.steering.hf import ClusterBiasLogitsProcessor
 from crsp_ops.steering.token_rules import eos_token_ids
 
@@ -248,13 +252,15 @@ class TransformersBackend(GenerationBackend):
             **({} if params.greedy else {"top_k": 0}),  # greedy: HF warns about an unused top_k
             **config_overrides(params),
         )
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         with torch.inference_mode():
             output = self.model.generate(
-                input_ids=input_ids.to(self.device),
-                attention_mask=attention_mask.to(self.device),
+                input_ids=input_ids,
+                attention_mask=attention_mask,
                 generation_config=config,
                 logits_processor=LogitsProcessorList(
                     [raw, *penalty, *steering, *warpers, processed]),
+                **shared_prefill(self.model, input_ids, attention_mask, prompts),
             )
         new_tokens = output.sequences[:, width:]  # (B, S)
         processed_logprobs = processed.logprobs(new_tokens)  # (B, S)

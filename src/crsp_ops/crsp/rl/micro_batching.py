@@ -8,7 +8,7 @@ memory over what one token keeps alive for backward; elsewhere a fixed activatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import torch
@@ -104,3 +104,42 @@ def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> lis
         else:
             groups.append([index])
     return groups
+
+
+def prompt_micro_batches(keys: Sequence[Hashable], prompt_lengths: Sequence[int],
+                         lengths: Sequence[int], max_rows: int, max_tokens: int
+                         ) -> list[list[int]]:
+    """Row indices packed so that rows sharing a prompt (equal ``keys``) stay together.
+
+    For ``shared_prefix``, where a micro-batch costs ``distinct prompts × longest prompt +
+    rows × longest answer`` padded tokens (a prompt is encoded once, however many rows share
+    it): a prompt's rows, by length, form units under ``max_rows`` and ``max_tokens``; units,
+    by length, are packed into micro-batches under the same limits. A row over the budget
+    alone gets a micro-batch of its own.
+
+    >>> prompt_micro_batches("aabb", [3, 3, 5, 5], [6, 9, 7, 8], max_rows=4, max_tokens=16)
+    [[2, 3], [0, 1]]
+    """
+    def cost(units: list[list[int]]) -> int:
+        rows = [row for unit in units for row in unit]
+        answer = max(lengths[row] - prompt_lengths[row] + 1 for row in rows)
+        prefix = max(prompt_lengths[row] - 1 for row in rows)
+        return len(units) * prefix + len(rows) * answer
+
+    def fits(units: list[list[int]]) -> bool:
+        return sum(map(len, units)) <= max_rows and cost(units) <= max_tokens
+
+    by_prompt: dict[Hashable, list[list[int]]] = {}
+    for row in sorted(range(len(keys)), key=lambda row: lengths[row]):
+        units = by_prompt.setdefault(keys[row], [[]])
+        if units[-1] and not fits([[*units[-1], row]]):
+            units.append([])
+        units[-1].append(row)
+    batches: list[list[list[int]]] = []
+    for unit in sorted((u for units in by_prompt.values() for u in units),
+                       key=lambda unit: lengths[unit[-1]]):
+        if batches and fits([*batches[-1], unit]):
+            batches[-1].append(unit)
+        else:
+            batches.append([unit])
+    return [sorted(row for unit in batch for row in unit) for batch in batches]

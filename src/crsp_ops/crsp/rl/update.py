@@ -16,6 +16,10 @@ Micro-batches accumulate gradients; each micro loss carries per-token weights co
 the whole step's denominator (``loss_aggregation``: the step's response tokens by default), so
 the result equals one aggregation over the whole step.
 
+Rows that share a prompt (a group's samples) share its encoding: in one process, without
+activation checkpointing, micro-batches keep a prompt's rows together and each distinct prompt
+goes through the model once (``shared_prefix``: the same log-probs and gradient).
+
 Options beside the seed's loss (docs/scaling.md): a reference-model KL (``reference_kl``: a
 no-grad forward of the initial policy per micro-batch), asymmetric ratio clipping, the loss
 aggregation, and rows whose loss mask was cleared (``mask_rows``: truncated completions keep
@@ -53,8 +57,18 @@ import torch.nn.functional as F
 from crsp_ops.crsp.policy.sharding import as_float, most_over_ranks
 from crsp_ops.crsp.rl.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
 from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
-from crsp_ops.crsp.rl.micro_batching import device_token_budget, micro_batches
+from crsp_ops.crsp.rl.micro_batching import (
+    device_token_budget,
+    micro_batches,
+    prompt_micro_batches,
+)
 from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
+from crsp_ops.crsp.rl.shared_prefix import (
+    PrefixPlan,
+    prefix_plan,
+    prompt_keys,
+    shared_prefix_logprobs,
+)
 from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
 from crsp_ops.crsp.rl.trrpg import RatioClip
 from crsp_ops.inference.rollouts import TrainingBatch
@@ -174,18 +188,31 @@ def _idle_pass(model, accelerator, reference: ReferencePolicy | None = None) -> 
         accelerator.backward(logits.sum() * 0.0)
 
 
+def micro_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float, first: int, plan: PrefixPlan | None) -> torch.Tensor:
+    """``token_logprobs``, through ``plan``'s shared prompt encodings when there is one."""
+    if plan is not None:
+        shared = shared_prefix_logprobs(model, plan, input_ids, temperature)
+        if shared is not None:
+            return shared
+    return token_logprobs(model, input_ids, attention_mask, temperature, first=first)
+
+
 def _reference_logprobs(reference: ReferencePolicy, input_ids, attention_mask,
-                        temperature: float, first: int) -> torch.Tensor:
-    """``token_logprobs`` of the initial policy, without a graph."""
+                        temperature: float, first: int, plan: PrefixPlan | None) -> torch.Tensor:
+    """``micro_logprobs`` of the initial policy, without a graph."""
     with torch.no_grad(), reference.active() as ref_model:
-        return token_logprobs(ref_model, input_ids, attention_mask, temperature, first=first)
+        return micro_logprobs(ref_model, input_ids, attention_mask, temperature, first, plan)
 
 
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
               temperature: float, scale: float, groups: list[list[int]],
               current: dict[int, torch.Tensor], denominator: float,
-              reference: ReferencePolicy | None) -> dict[str, float]:
-    """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass."""
+              reference: ReferencePolicy | None, keys: list | None) -> dict[str, float]:
+    """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass.
+
+    ``keys``: each row's prompt identity when rows may share their prompt's encoding.
+    """
     total = float(batch.loss_mask.sum().clamp(min=1))
     lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
     parts = []
@@ -201,8 +228,11 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
         sync = accelerator.no_sync(model) if index < len(groups) - 1 else nullcontext()
         input_ids = batch.input_ids[rows, :width].to(device)
         attention_mask = batch.attention_mask[rows, :width].to(device)
+        plan = None if keys is None else prefix_plan(
+            [keys[row] for row in group], batch.input_ids[rows, :width],
+            batch.prompt_lengths[rows].tolist(), lengths[rows].tolist())
         with sync, accelerator.autocast():
-            logp_new = token_logprobs(model, input_ids, attention_mask, temperature, first=first)
+            logp_new = micro_logprobs(model, input_ids, attention_mask, temperature, first, plan)
             if options.on_policy and index not in current:
                 current[index] = logp_new.detach()  # ratio exactly 1 on the first epoch
             old = current[index] if options.on_policy else \
@@ -210,7 +240,7 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
             ref_kl = None
             if reference is not None:
                 ref_logp = _reference_logprobs(reference, input_ids, attention_mask,
-                                               temperature, first)
+                                               temperature, first, plan)
                 ref_kl = kl_estimate(logp_new, ref_logp, options.ref_kl_estimator)
             loss, metrics = policy_loss(
                 options.algorithm, logp_new, old, advantages[rows].to(device), mask,
@@ -261,8 +291,10 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         reference = None
     advantages, skip = _advantages(accelerator, batch, roles, baseline_groups, options)
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [] if batch is None else micro_batches(
-        batch.attention_mask.sum(1).tolist(), options.micro_batch_size,
+    keys = None if batch is None else prompt_keys(
+        model, batch, processes=accelerator.num_processes, lockstep=options.lockstep)
+    groups = [] if batch is None else _micro_batches(
+        batch, keys, options.micro_batch_size,
         options.micro_batch_tokens or device_token_budget(model, accelerator.device, params))
     current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
@@ -272,7 +304,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         optimizer.zero_grad(set_to_none=True)
         if batch is not None:
             metrics = _one_pass(model, accelerator, batch, advantages, list(roles), options,
-                                temperature, scale, groups, current, local, reference)
+                                temperature, scale, groups, current, local, reference, keys)
         for _ in range(idle):
             _idle_pass(model, accelerator, reference if options.lockstep else None)
         metrics["grad_norm"] = _clip_gradients(accelerator, params, options)
@@ -283,6 +315,16 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     if advantages is not None:
         metrics["advantage_abs_mean"] = float(advantages.abs().mean())
     return metrics
+
+
+def _micro_batches(batch: TrainingBatch, keys: list | None, max_rows: int,
+                   max_tokens: int) -> list[list[int]]:
+    """Row groups of the update: by prompt when rows share encodings, else by length."""
+    lengths = batch.attention_mask.sum(1).tolist()
+    if keys is None:
+        return micro_batches(lengths, max_rows, max_tokens)
+    return prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths, max_rows,
+                                max_tokens)
 
 
 def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bool) -> bool:
