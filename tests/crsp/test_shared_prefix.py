@@ -94,7 +94,7 @@ def test_an_update_through_shared_prompts_equals_the_plain_update(monkeypatch, r
             reference = ReferencePolicy(_model())
         seen = []
         model.register_forward_pre_hook(
-            lambda module, args, kwargs: seen.append(kwargs["input_ids"].numel()),
+            lambda module, args, kwargs, seen=seen: seen.append(kwargs["input_ids"].numel()),
             with_kwargs=True)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
         metrics = policy_update(model, optimizer, Accelerator(cpu=True), _batch(), ["solve"] * 5,
