@@ -291,11 +291,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         reference = None
     advantages, skip = _advantages(accelerator, batch, roles, baseline_groups, options)
     params = [p for p in model.parameters() if p.requires_grad]
-    keys = None if batch is None else prompt_keys(
-        model, batch, processes=accelerator.num_processes, lockstep=options.lockstep)
-    groups = [] if batch is None else _micro_batches(
-        batch, keys, options.micro_batch_size,
-        options.micro_batch_tokens or device_token_budget(model, accelerator.device, params))
+    keys, groups = _row_groups(model, accelerator, batch, options, params)
     current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
     idle = (most_over_ranks(accelerator, len(groups)) - len(groups) if options.lockstep
@@ -317,14 +313,20 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     return metrics
 
 
-def _micro_batches(batch: TrainingBatch, keys: list | None, max_rows: int,
-                   max_tokens: int) -> list[list[int]]:
-    """Row groups of the update: by prompt when rows share encodings, else by length."""
+def _row_groups(model: Any, accelerator: Any, batch: TrainingBatch | None,
+                options: UpdateOptions, params: list) -> tuple[list | None, list[list[int]]]:
+    """``(each row's prompt key or None, micro-batches)``: by prompt when rows share it."""
+    if batch is None:
+        return None, []
+    keys = prompt_keys(model, batch, processes=accelerator.num_processes,
+                       lockstep=options.lockstep)
+    max_tokens = (options.micro_batch_tokens
+                  or device_token_budget(model, accelerator.device, params))
     lengths = batch.attention_mask.sum(1).tolist()
     if keys is None:
-        return micro_batches(lengths, max_rows, max_tokens)
-    return prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths, max_rows,
-                                max_tokens)
+        return None, micro_batches(lengths, options.micro_batch_size, max_tokens)
+    return keys, prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths,
+                                      options.micro_batch_size, max_tokens)
 
 
 def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bool) -> bool:
