@@ -32,10 +32,13 @@ def _run(command: list[str], model_dir: Path, out: Path, *flags: str) -> list[di
     return [json.loads(path.read_text()) for path in sorted(out.glob("rank*.json"))]
 
 
-def test_rank_without_rollouts_joins_the_update(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("flags", [(), ("--shared-prompt",)], ids=["own-prompts", "shared"])
+def test_rank_without_rollouts_joins_the_update(tmp_path, tiny_model_dir, flags):
+    # shared: rank 0's rows answer one prompt, encoded once (its forward outside DDP's wrapper)
     two = _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                "--master_port", str(free_port())], tiny_model_dir, tmp_path / "two")
-    one = _run([sys.executable], tiny_model_dir, tmp_path / "one")
+                "--master_port", str(free_port())], tiny_model_dir, tmp_path / "two", *flags)
+    one = _run([sys.executable], tiny_model_dir, tmp_path / "one", *flags)
+    assert two[0]["shared"] is one[0]["shared"] is bool(flags)
     assert [r["world"] for r in two] == [2, 2] and one[0]["world"] == 1
     assert two[0]["after"] == two[1]["after"]  # identical replicas after the update
     assert two[0]["after"] != two[0]["before"]  # the update moved the parameters

@@ -48,16 +48,17 @@ class PrefixPlan:
     valid: torch.Tensor
 
 
-def prompt_keys(model: Any, batch: TrainingBatch, *, processes: int, lockstep: bool
+def prompt_keys(model: Any, batch: TrainingBatch, *, lockstep: bool
                 ) -> list[tuple[int, ...]] | None:
     """Each row's prompt ids where rows may share their encoding, else ``None``.
 
-    Sharing needs one process (DDP's hooks expect one forward per backward; sharded weights
-    are gathered per forward) and a model that keeps its cache in training (activation
-    checkpointing turns it off).
+    Sharing needs unsharded weights (``lockstep``: FSDP gathers them per forward, and ranks
+    must run their passes in step) and a model that keeps its cache in training (activation
+    checkpointing turns it off). Under DDP it works: the prompt's forward
+    goes through the unwrapped module, and each parameter's gradient still reaches DDP's
+    hook once per backward.
     """
-    if processes > 1 or lockstep or getattr(base_model(model), "is_gradient_checkpointing",
-                                            False):
+    if lockstep or getattr(base_model(model), "is_gradient_checkpointing", False):
         return None
     lengths = batch.prompt_lengths.tolist()
     return [tuple(batch.input_ids[row, :length].tolist()) for row, length in enumerate(lengths)]
@@ -100,7 +101,8 @@ def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor
     device = input_ids.device
     batch, width = input_ids.shape
     prefix_mask = plan.prefix_mask.to(device)
-    cache = prefix_cache(model, plan.prefix_ids.to(device), prefix_mask,
+    # DDP: the prompt through the bare module (DDP prepares one backward per forward call)
+    cache = prefix_cache(getattr(model, "module", model), plan.prefix_ids.to(device), prefix_mask,
                          mask_positions(prefix_mask), plan.rows)
     if cache is None:
         return None

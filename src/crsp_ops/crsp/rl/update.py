@@ -16,7 +16,7 @@ Micro-batches accumulate gradients; each micro loss carries per-token weights co
 the whole step's denominator (``loss_aggregation``: the step's response tokens by default), so
 the result equals one aggregation over the whole step.
 
-Rows that share a prompt (a group's samples) share its encoding: in one process, without
+Rows that share a prompt (a group's samples) share its encoding: unless sharded or with
 activation checkpointing, micro-batches keep a prompt's rows together and each distinct prompt
 goes through the model once (``shared_prefix``: the same log-probs and gradient).
 
@@ -318,8 +318,7 @@ def _row_groups(model: Any, accelerator: Any, batch: TrainingBatch | None,
     """``(each row's prompt key or None, micro-batches)``: by prompt when rows share it."""
     if batch is None:
         return None, []
-    keys = prompt_keys(model, batch, processes=accelerator.num_processes,
-                       lockstep=options.lockstep)
+    keys = prompt_keys(model, batch, lockstep=options.lockstep)
     max_tokens = (options.micro_batch_tokens
                   or device_token_budget(model, accelerator.device, params))
     lengths = batch.attention_mask.sum(1).tolist()
