@@ -1,7 +1,7 @@
 """Policy log-probs of rows that share prompts, each distinct prompt encoded once, with gradient.
 
 A step's rows are ``G`` samples per prompt, and a plain forward encodes each prompt ``G``
-times: on SmolLM2 with 150-token prompts and 48-token answers three quarters of the update's
+times: with 150-token prompts, 48-token answers and 8 samples, two thirds of the update's
 tokens are prompt repeats. Here a micro-batch's distinct prompts (all but their last token)
 go through the model once; their KV cache is gathered to the rows (``shared_prefill``), and
 each row's answer, preceded by its last prompt token, goes through with that cache. The
@@ -54,9 +54,9 @@ def prompt_keys(model: Any, batch: TrainingBatch, *, lockstep: bool
 
     Sharing needs unsharded weights (``lockstep``: FSDP gathers them per forward, and ranks
     must run their passes in step) and a model that keeps its cache in training (activation
-    checkpointing turns it off). Under DDP it works: the prompt's forward
-    goes through the unwrapped module, and each parameter's gradient still reaches DDP's
-    hook once per backward.
+    checkpointing turns it off). Under DDP it works: the prompt's forward goes through the
+    unwrapped module, and each parameter's gradient still reaches DDP's hook once per
+    backward.
     """
     if lockstep or getattr(base_model(model), "is_gradient_checkpointing", False):
         return None
