@@ -133,3 +133,22 @@ def test_prompt_micro_batches_cover_every_row_within_budgets_prompts_together(se
         rows = [row for row, k in enumerate(keys) if k == key]
         if len(rows) <= max_rows and _cost(rows, prompt_lengths, lengths, keys) <= max_tokens:
             assert sum(any(row in batch for row in rows) for batch in batches) == 1
+
+
+def test_a_bf16_autocast_update_through_shared_prompts_matches_the_plain_one(monkeypatch):
+    # the GPU road on CPU: the cached keys and values are bf16 under autocast
+    options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.0},
+                            log_ratio_clamp=20.0, ratio_clip=0.2, advantage_eps=1e-6,
+                            micro_batch_size=8, update_epochs=1, max_grad_norm=1.0,
+                            on_policy=True)
+    norms = {}
+    for shared in (True, False):
+        if not shared:
+            monkeypatch.setattr(update_module, "prompt_keys", lambda *a, **k: None)
+        model = _model()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+        metrics = policy_update(model, optimizer, Accelerator(cpu=True, mixed_precision="bf16"),
+                                _batch(), ["solve"] * 5, ["math"] * 5, options, temperature=0.7)
+        norms[shared] = metrics["grad_norm"]
+    assert norms[True] > 0
+    assert norms[True] == pytest.approx(norms[False], rel=1e-2)
