@@ -18,6 +18,10 @@ sides; ratios are CRSP / GRPO per repetition, reported as a median with a 95% bo
 interval (``paired``). Update-only time: the step minus its generation (and, for CRSP, the
 sandbox scoring); tokens/s counts generated plus trained tokens, as the trainer does.
 
+Not alike by design: CRSP encodes each distinct prompt once per step (a shared prefill in
+generation, a shared prefix with gradient in the update), ``GRPOTrainer`` once per sample; the
+sequences and the tokens trained on are the same, so that saving is CRSP's and is measured.
+
 ``--full-length`` makes the token counts equal by construction: both sides stop only on the pad
 id (which the models never emit), so every sequence decodes the whole budget and is trained on
 whole; without it a trained model's sequences end at its own EOS, differently on each side.
