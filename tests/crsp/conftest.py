@@ -13,6 +13,16 @@ def sandbox_limits():
     return TEST_LIMITS
 
 
+@pytest.fixture()
+def fresh_accelerator_state():
+    """accelerate keeps one mixed precision per process: a bf16 run after an fp32 one resets it."""
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state()
+    yield
+    AcceleratorState._reset_state()
+
+
 @pytest.fixture(scope="module")
 def executor(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("sandbox")

@@ -6,7 +6,6 @@ import json
 
 import pytest
 import torch
-from accelerate.state import AcceleratorState
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.config.errors import ConfigError
@@ -21,14 +20,6 @@ from pipelines.stage_io import run_record_path
 from tests.crsp.conftest import ScriptedGeneration
 
 LORA = ("train.lora_rank=4", "train.lora_alpha=8", "train.learning_rate=1e-2")
-
-
-@pytest.fixture()
-def fresh_accelerator_state():
-    """accelerate keeps one mixed precision per process: a bf16 run after an fp32 one resets it."""
-    AcceleratorState._reset_state()
-    yield
-    AcceleratorState._reset_state()
 
 
 @pytest.mark.parametrize(("dtype", "lora", "loaded", "mixed"), [

@@ -135,7 +135,8 @@ def test_prompt_micro_batches_cover_every_row_within_budgets_prompts_together(se
             assert sum(any(row in batch for row in rows) for batch in batches) == 1
 
 
-def test_a_bf16_autocast_update_through_shared_prompts_matches_the_plain_one(monkeypatch):
+def test_a_bf16_autocast_update_through_shared_prompts_matches_the_plain_one(
+        monkeypatch, fresh_accelerator_state):
     # the GPU road on CPU: the cached keys and values are bf16 under autocast
     options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.0},
                             log_ratio_clamp=20.0, ratio_clip=0.2, advantage_eps=1e-6,
