@@ -13,7 +13,7 @@ predict the first response token come from the ordinary forward. Positions follo
 attention mask as ``generate``'s do (``cumsum − 1``; left padding at 0).
 
 Models whose forward takes no cache, returns none, or has one that cannot be re-indexed
-(``reorder_cache``), and encoder-decoders, get ``None``: the caller runs the plain forward.
+(``reorder_cache``), and encoder-decoders, get no cache: the caller runs the plain forward.
 """
 
 from __future__ import annotations
@@ -67,25 +67,25 @@ def mask_positions(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 def prefix_cache(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 position_ids: torch.Tensor, rows: Sequence[int]) -> Any | None:
-    """KV cache of ``input_ids`` ``(U, W)``, gathered so that row ``r`` holds ``rows[r]``'s.
+                 position_ids: torch.Tensor, rows: Sequence[int]) -> dict[str, Any]:
+    """``{cache keyword: KV cache}`` of ``input_ids`` ``(U, W)``, row ``r`` holding ``rows[r]``'s.
 
-    Runs in the caller's grad mode: under autograd the gather is differentiable, so a loss on
-    the rows sends each prefix the sum of its rows' gradients. ``None`` where the model cannot
-    (see the module docstring).
+    ``{}`` where the model cannot (module docstring). Runs in the caller's grad mode: under
+    autograd the gather is differentiable, so a loss on the rows sends each prefix the sum of
+    its rows' gradients.
     """
     name = cache_argument(model)
     if name is None or input_ids.shape[1] == 0:
-        return None
+        return {}
     keep = {"logits_to_keep": 1} if "logits_to_keep" in forward_parameters(model) else {}
     output = model(input_ids=input_ids, attention_mask=attention_mask,
                    position_ids=position_ids, use_cache=True, **keep)
     cache = next((getattr(output, key, None) for key in CACHE_ARGUMENTS
                   if getattr(output, key, None) is not None), None)
     if cache is None or not hasattr(cache, "reorder_cache"):
-        return None
+        return {}
     cache.reorder_cache(torch.tensor(rows, device=input_ids.device))
-    return cache
+    return {name: cache}
 
 
 def shared_prefill(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -106,5 +106,4 @@ def shared_prefill(model: Any, input_ids: torch.Tensor, attention_mask: torch.Te
     distinct = torch.tensor(firsts, device=input_ids.device)
     ids = input_ids[distinct, :-1]  # (U, P-1)
     mask = attention_mask[distinct, :-1]  # (U, P-1)
-    cache = prefix_cache(model, ids, mask, mask_positions(mask), rows)
-    return {} if cache is None else {cache_argument(model): cache}
+    return prefix_cache(model, ids, mask, mask_positions(mask), rows)

@@ -24,7 +24,6 @@ from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
 from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.inference.shared_prefill import (
     base_model,
-    cache_argument,
     distinct_rows,
     mask_positions,
     prefix_cache,
@@ -91,6 +90,15 @@ def prefix_plan(keys: Sequence[Hashable], input_ids: torch.Tensor, prompt_length
     return PrefixPlan(prefix_ids, prefix_mask, rows, columns, valid)
 
 
+def group_plan(batch: TrainingBatch, keys: Sequence[Hashable], group: Sequence[int]
+               ) -> PrefixPlan | None:
+    """``prefix_plan`` of the micro-batch ``group`` (row indices) of ``batch``."""
+    rows = list(group)
+    return prefix_plan([keys[row] for row in rows], batch.input_ids[rows],
+                       batch.prompt_lengths[rows].tolist(),
+                       batch.attention_mask[rows].sum(1).tolist())
+
+
 def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor,
                            temperature: float) -> torch.Tensor | None:
     """``log π(input_ids[r, c] | ...)`` at every answer column ``c``, 0 elsewhere, ``(b, t)``.
@@ -104,14 +112,14 @@ def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor
     # DDP: the prompt through the bare module (DDP prepares one backward per forward call)
     cache = prefix_cache(getattr(model, "module", model), plan.prefix_ids.to(device), prefix_mask,
                          mask_positions(prefix_mask), plan.rows)
-    if cache is None:
+    if not cache:
         return None
     columns, valid = plan.columns.to(device), plan.valid.to(device)
     suffix_ids = input_ids.gather(1, columns.clamp(max=width - 1))  # (b, S)
     rows = torch.tensor(plan.rows, device=device)
     attention_mask = torch.cat([prefix_mask[rows], valid.long()], dim=1)  # (b, W + S)
     logits = model(input_ids=suffix_ids, attention_mask=attention_mask, position_ids=columns,
-                   use_cache=True, **{cache_argument(model): cache}).logits  # (b, S, V)
+                   use_cache=True, **cache).logits  # (b, S, V)
     chosen = gathered_logprobs(logits[:, :-1], suffix_ids[:, 1:], temperature=temperature)
     targets = torch.where(valid[:, 1:], columns[:, 1:], width)  # (b, S-1); width: dropped
     placed = chosen.new_zeros((batch, width + 1)).scatter(1, targets, chosen)

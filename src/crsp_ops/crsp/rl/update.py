@@ -65,7 +65,7 @@ from crsp_ops.crsp.rl.micro_batching import (
 from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
 from crsp_ops.crsp.rl.shared_prefix import (
     PrefixPlan,
-    prefix_plan,
+    group_plan,
     prompt_keys,
     shared_prefix_logprobs,
 )
@@ -208,10 +208,11 @@ def _reference_logprobs(reference: ReferencePolicy, input_ids, attention_mask,
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
               temperature: float, scale: float, groups: list[list[int]],
               current: dict[int, torch.Tensor], denominator: float,
-              reference: ReferencePolicy | None, keys: list | None) -> dict[str, float]:
+              reference: ReferencePolicy | None, plans: list[PrefixPlan | None]
+              ) -> dict[str, float]:
     """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass.
 
-    ``keys``: each row's prompt identity when rows may share their prompt's encoding.
+    ``plans``: each group's shared prompt encodings (``None``: every row encoded whole).
     """
     total = float(batch.loss_mask.sum().clamp(min=1))
     lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
@@ -228,9 +229,7 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
         sync = accelerator.no_sync(model) if index < len(groups) - 1 else nullcontext()
         input_ids = batch.input_ids[rows, :width].to(device)
         attention_mask = batch.attention_mask[rows, :width].to(device)
-        plan = None if keys is None else prefix_plan(
-            [keys[row] for row in group], batch.input_ids[rows, :width],
-            batch.prompt_lengths[rows].tolist(), lengths[rows].tolist())
+        plan = plans[index]
         with sync, accelerator.autocast():
             logp_new = micro_logprobs(model, input_ids, attention_mask, temperature, first, plan)
             if options.on_policy and index not in current:
@@ -291,7 +290,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         reference = None
     advantages, skip = _advantages(accelerator, batch, roles, baseline_groups, options)
     params = [p for p in model.parameters() if p.requires_grad]
-    keys, groups = _row_groups(model, accelerator, batch, options, params)
+    groups, plans = _row_groups(model, accelerator, batch, options, params)
     current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
     metrics: dict[str, float] = {}
     idle = (most_over_ranks(accelerator, len(groups)) - len(groups) if options.lockstep
@@ -300,7 +299,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         optimizer.zero_grad(set_to_none=True)
         if batch is not None:
             metrics = _one_pass(model, accelerator, batch, advantages, list(roles), options,
-                                temperature, scale, groups, current, local, reference, keys)
+                                temperature, scale, groups, current, local, reference, plans)
         for _ in range(idle):
             _idle_pass(model, accelerator, reference if options.lockstep else None)
         metrics["grad_norm"] = _clip_gradients(accelerator, params, options)
@@ -314,18 +313,24 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
 
 
 def _row_groups(model: Any, accelerator: Any, batch: TrainingBatch | None,
-                options: UpdateOptions, params: list) -> tuple[list | None, list[list[int]]]:
-    """``(each row's prompt key or None, micro-batches)``: by prompt when rows share it."""
+                options: UpdateOptions, params: list
+                ) -> tuple[list[list[int]], list[PrefixPlan | None]]:
+    """The update's micro-batches and each one's shared prompt encodings, planned once.
+
+    By prompt when rows may share its encoding (``prompt_keys``), else by length.
+    """
     if batch is None:
-        return None, []
+        return [], []
     keys = prompt_keys(model, batch, lockstep=options.lockstep)
     max_tokens = (options.micro_batch_tokens
                   or device_token_budget(model, accelerator.device, params))
     lengths = batch.attention_mask.sum(1).tolist()
     if keys is None:
-        return None, micro_batches(lengths, options.micro_batch_size, max_tokens)
-    return keys, prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths,
-                                      options.micro_batch_size, max_tokens)
+        groups = micro_batches(lengths, options.micro_batch_size, max_tokens)
+        return groups, [None] * len(groups)
+    groups = prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths,
+                                  options.micro_batch_size, max_tokens)
+    return groups, [group_plan(batch, keys, group) for group in groups]
 
 
 def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bool) -> bool:
