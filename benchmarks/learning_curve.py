@@ -58,7 +58,7 @@ from trl_grpo import grpo_config  # noqa: E402
 from vllm_cpu import VENV_PYTHON, vllm_cpu_overrides  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
-from crsp_ops.config import load_settings  # noqa: E402
+from crsp_ops.config import ConfigError, load_settings  # noqa: E402
 from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
 from crsp_ops.crsp.rewards.formulas import format_rule_reward  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState, load_reward_function  # noqa: E402
@@ -78,6 +78,7 @@ from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
 from crsp_ops.crsp.trainer.options import SelfPlaySettings, make_executor  # noqa: E402
 from crsp_ops.crsp.user_task import tasks_from_rows  # noqa: E402
 from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
+from crsp_ops.errors import DataError, MissingInputError  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 
@@ -170,6 +171,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.dataset and not (args.eval_dataset and args.reward):
         parser.error("--dataset needs --eval-dataset and at least one --reward")
+    if args.dataset:  # paths are the working directory's, as the reward files' are
+        args.dataset, args.eval_dataset = args.dataset.resolve(), args.eval_dataset.resolve()
     if args.split:
         split = LEARNING_CURVE[args.split]
         if args.sampling_seed is not None and args.sampling_seed not in split.sampling_seeds:
@@ -190,6 +193,15 @@ def sampling_seed(args) -> int:
     return args.seed if args.sampling_seed is None else args.sampling_seed
 
 
+def settings_root() -> Path:
+    """The project whose configuration the arms start from: the working directory's crsp_ops
+    project, else this checkout (a task folder of a user's is no project)."""
+    try:
+        return project_root()
+    except MissingInputError:
+        return project_root(Path(__file__).resolve().parent)
+
+
 def arm_settings(args, arm: str, seed: int | None = None):
     """The effective settings of one arm: shared sizes first, then the arm's own keys.
 
@@ -207,7 +219,7 @@ def arm_settings(args, arm: str, seed: int | None = None):
         "train.eval_interval=0", "train.checkpoint_interval=1000000",
         *([f"train.dataset={args.dataset}"] if args.dataset else [])]  # train.preset=auto
     served = rollout_overrides(args) if arm != "grpo" else []
-    return load_settings(project_root(),
+    return load_settings(settings_root(),
                          [*shared, *ARM_OVERRIDES[arm], *served, *args.overrides]).settings
 
 
@@ -457,7 +469,7 @@ def main(argv=None) -> int:
     if args.dataset:
         task = tasks_from_rows(
             load_prompt_rows(args.dataset), load_prompt_rows(args.eval_dataset),
-            [load_reward_function(spec, project_root()) for spec in args.reward],
+            [load_reward_function(spec, Path.cwd()) for spec in args.reward],
             settings.train, args.seed)
         train_tasks, heldout_tasks, rewards = task.train, task.heldout[: args.heldout], \
             task.rewards
@@ -513,4 +525,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except (ConfigError, DataError) as error:  # bad input: one line, exit 2
+        print(f"learning_curve.py: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

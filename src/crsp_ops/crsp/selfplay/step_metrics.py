@@ -92,26 +92,57 @@ def flat_task_share(outcomes: Sequence[tuple[Hashable, bool]]) -> float:
     return sum(all(g) or not any(g) for g in groups) / len(groups)
 
 
-def flat_families(counts: dict[str, tuple[int, int]]) -> list[str]:
+def family_reward_spread(episode: Episode) -> dict[str, float]:
+    """``{family: highest - lowest solve reward}`` over the step's solve rollouts."""
+    rewards: dict[str, list[float]] = {}
+    for sample in (s for s in episode.samples if s.role == "solve"):
+        rewards.setdefault(sample.info.get("family", sample.task_type), []).append(sample.reward)
+    return {name: max(values) - min(values) for name, values in sorted(rewards.items())}
+
+
+def flat_families(counts: dict[str, tuple[int, int]],
+                  spreads: dict[str, float] | None = None) -> list[str]:
     """Warnings for families whose rollouts were all wrong or all right.
 
-    An all-wrong family has no correct answer to reinforce (its correctness signal is zero);
-    an all-right family has nothing left to learn.
+    An all-wrong family has no correct answer to reinforce, an all-right one nothing left to
+    learn, unless the rewards still differ (``spreads``: a reward with partial credit below
+    ``train.success_threshold``): then the update learns from them and the line says so. A
+    dataset's family (``dataset``) is told to change its prompts, a generator's its difficulty.
 
     >>> for line in flat_families({"add": (3, 8), "sub": (0, 8), "code_o": (8, 8)}):
     ...     print(line.split(" (")[0], "|", line.split("; ")[-1])
     family sub: 0 of 8 solve rollouts correct | use easier tasks (e.g. crsp.edge_difficulty)
     family code_o: 8 of 8 solve rollouts correct | use harder tasks
+    >>> line = flat_families({"dataset": (0, 8)}, {"dataset": 0.5})[0]
+    >>> print(line.split(", but")[0].split(": ")[1], "|", line.split(": ")[2].split(";")[0])
+    0 of 8 solve rollouts reached train.success_threshold | the update learns from that
     """
     warnings = []
     for family, (hits, total) in counts.items():
-        if total and hits in (0, total):
-            kind, fix = (("all wrong: no correct answer to reinforce",
-                          "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
-                         else ("all right: nothing left to learn", "use harder tasks"))
-            warnings.append(f"family {family}: {hits} of {total} solve rollouts correct "
-                            f"({kind}); {fix}")
+        if not total or hits not in (0, total):
+            continue
+        spread = (spreads or {}).get(family, 0.0)
+        if spread > 0:
+            warnings.append(
+                f"family {family}: {hits} of {total} solve rollouts reached "
+                f"train.success_threshold, but their rewards differ by up to {spread:.3g}: the "
+                "update learns from that; the solve rate counts only rewards at or above the "
+                "threshold")
+            continue
+        dataset = family == "dataset"
+        kind, fix = (("all wrong: no correct answer to reinforce",
+                      "use easier prompts, or a reward with partial credit" if dataset
+                      else "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
+                     else ("all right: nothing left to learn",
+                           "use harder prompts" if dataset else "use harder tasks"))
+        warnings.append(f"family {family}: {hits} of {total} solve rollouts correct "
+                        f"({kind}); {fix}")
     return warnings
+
+
+def flat_family_warnings(episode: Episode) -> list[str]:
+    """``flat_families`` of a scored step: its families' solve counts and reward spreads."""
+    return flat_families(family_solve_counts(episode), family_reward_spread(episode))
 
 
 def _last_user(sample: RoleSample) -> str:

@@ -30,37 +30,47 @@ class CurvePoint:
     well_formed_ci: tuple[float, float]
     solve_rate_well_formed: float  # correct among well-formed answers
     tasks: int
+    reward: float | None = None  # mean total reward, where reward functions scored the tasks
+    reward_ci: tuple[float, float] | None = None
 
     def to_row(self) -> dict:
         """JSON-ready (intervals as lists)."""
         row = asdict(self)
-        row["solve_rate_ci"], row["well_formed_ci"] = list(self.solve_rate_ci), list(
-            self.well_formed_ci)
+        for name in ("solve_rate_ci", "well_formed_ci", "reward_ci"):
+            row[name] = None if row[name] is None else list(row[name])
         return row
 
     @classmethod
     def from_row(cls, row: Mapping) -> CurvePoint:
-        """The point ``to_row`` wrote."""
+        """The point ``to_row`` wrote (rows written before ``reward`` existed too)."""
+        reward_ci = row.get("reward_ci")
         return cls(**{**row, "solve_rate_ci": tuple(row["solve_rate_ci"]),
-                      "well_formed_ci": tuple(row["well_formed_ci"])})
+                      "well_formed_ci": tuple(row["well_formed_ci"]),
+                      "reward_ci": None if reward_ci is None else tuple(reward_ci)})
 
 
 def curve_point(step: int, samples: int, metrics: Mapping[str, float]) -> CurvePoint:
-    """A point from ``trainer.evaluation.heldout_metrics`` output.
+    """A point from the held-out scores (``trainer.evaluation.score_heldout``'s metrics).
+
+    The mean total reward (``reward/total``) is kept where reward functions scored the tasks.
 
     >>> p = curve_point(2, 64, {"all": 0.5, "all_ci_low": 0.4, "all_ci_high": 0.6,
     ...     "well_formed": 0.9, "well_formed_ci_low": 0.85, "well_formed_ci_high": 0.95,
-    ...     "solve_rate_well_formed": 0.55, "heldout_tasks": 200.0})
-    >>> p.solve_rate_ci, p.tasks
-    ((0.4, 0.6), 200)
+    ...     "solve_rate_well_formed": 0.55, "heldout_tasks": 200.0, "reward/total": 0.3,
+    ...     "reward/total_ci_low": 0.25, "reward/total_ci_high": 0.35})
+    >>> p.solve_rate_ci, p.tasks, p.reward_ci
+    ((0.4, 0.6), 200, (0.25, 0.35))
     """
+    reward = metrics.get("reward/total")
     return CurvePoint(
         step=step, samples=samples, solve_rate=metrics["all"],
         solve_rate_ci=(metrics["all_ci_low"], metrics["all_ci_high"]),
         well_formed=metrics["well_formed"],
         well_formed_ci=(metrics["well_formed_ci_low"], metrics["well_formed_ci_high"]),
         solve_rate_well_formed=metrics.get("solve_rate_well_formed", 0.0),
-        tasks=int(metrics["heldout_tasks"]))
+        tasks=int(metrics["heldout_tasks"]), reward=reward,
+        reward_ci=None if reward is None else (metrics["reward/total_ci_low"],
+                                               metrics["reward/total_ci_high"]))
 
 
 @dataclass(frozen=True)

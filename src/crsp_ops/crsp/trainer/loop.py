@@ -36,8 +36,7 @@ from crsp_ops.crsp.selfplay.episode import Episode, run_episode
 from crsp_ops.crsp.selfplay.rollout_building import training_batch
 from crsp_ops.crsp.selfplay.step_metrics import (
     episode_metrics,
-    family_solve_counts,
-    flat_families,
+    flat_family_warnings,
     sample_table,
 )
 from crsp_ops.crsp.tasks.task_types import MathTask, PromptTask, Task
@@ -267,7 +266,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         self._log(metrics, model=self.generation_model)  # ranks' replicas: equal sums
         self.callbacks.step_end(self.step, metrics)
         if self.step == 1:  # the first episode samples the base policy: its per-family rates
-            for warning in flat_families(family_solve_counts(episode)):
+            for warning in flat_family_warnings(episode):
                 logger.warning("step 1 (base policy): %s", warning)
         if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
             self.tracker.log_dict(sample_table(episode, self.step),
