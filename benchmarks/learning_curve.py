@@ -307,7 +307,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
     """
     settings = arm_settings(args, arm, sampling_seed(args))
     model, tokenizer = load_causal_lm(args.model)
-    evaluations, step_times, flat_shares, generated, lags = [], [], [], [], []
+    evaluations, step_times, flat_shares, no_signal, generated, lags = [], [], [], [], [], []
     served: dict = {}
     with tempfile.TemporaryDirectory() as out:
         trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
@@ -329,12 +329,13 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
                 trainer.step += 1
                 step_times.append(metrics["perf/step_time_s"])
                 flat_shares.append(round(metrics["solve/flat_task_share"], 3))
+                no_signal.append(round(metrics["solve/flat_reward_share"], 3))
                 generated.append(trainer.solve_samples)
                 lags.append(metrics.get("generation/policy_lag", 0.0))
                 print(f"# {arm} step {trainer.step}: solve_rate "
                       f"{metrics.get(f'solve_rate/{seeds_type.value}', 0):.3f} "
                       f"format {metrics.get('format_ok/solve', 0):.2f} "
-                      f"flat tasks {flat_shares[-1]:.2f} "
+                      f"flat tasks {flat_shares[-1]:.2f} (rewards alike {no_signal[-1]:.2f}) "
                       f"generated {trainer.solve_samples} "
                       f"{metrics['perf/step_time_s']:.0f} s", file=sys.stderr, flush=True)
                 if (trainer.step % args.eval_every == 0 or trainer.step == args.steps
@@ -345,7 +346,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
         finally:
             trainer.close()
     return {"evaluations": evaluations, "step_s": step_times, "flat_task_share": flat_shares,
-            "generated_samples": generated, "policy_lag": lags,
+            "flat_reward_share": no_signal, "generated_samples": generated, "policy_lag": lags,
             **({"server": served} if served else {})}
 
 
@@ -443,7 +444,8 @@ def paired(before: list[bool], after: list[bool]) -> dict:
 def arm_summary(result: dict) -> dict:
     """Curve rows, the paired gain, the mean step time and (CRSP arms) flat tasks per step.
 
-    A flat task's samples were all correct or all incorrect (``step_metrics.flat_task_share``).
+    A flat task's samples were all correct or all incorrect; ``flat_reward_share``: all
+    scored alike, so the task gave a per-task baseline no signal (``step_metrics``).
     """
     first, last = result["evaluations"][0], result["evaluations"][-1]
     steps = result["step_s"]
@@ -451,7 +453,8 @@ def arm_summary(result: dict) -> dict:
                "after_minus_before": paired(first["correct"], last["correct"]),
                "reward_after_minus_before": paired(first["reward"], last["reward"]),
                "step_s_mean": round(float(np.mean(steps)), 1) if steps else None}
-    for key in ("flat_task_share", "generated_samples", "policy_lag", "server"):
+    for key in ("flat_task_share", "flat_reward_share", "generated_samples", "policy_lag",
+                "server"):
         if key in result:
             summary[key] = result[key]
     return summary

@@ -26,3 +26,12 @@ def test_tasks_are_told_apart_by_their_key_not_their_order():
     """Samples of one task need not be adjacent, and tasks 1 and 10 are different tasks."""
     outcomes = [(1, True), (10, True), (1, True), (10, False)]
     assert flat_task_share(outcomes) == pytest.approx(0.5)
+
+
+def test_rewards_with_partial_credit_are_flat_only_when_every_sample_scored_alike():
+    """The reward form (solve/flat_reward_share): a task every sample of which missed the
+    success threshold is flat by correctness, but not by reward when partial credit differs."""
+    rewards = [(0, 0.5), (0, 0.0), (0, 0.5), (1, 0.5), (1, 0.5), (1, 0.5)]
+    correct = [(task, reward >= 1.0) for task, reward in rewards]
+    assert flat_task_share(correct) == 1.0
+    assert flat_task_share(rewards) == pytest.approx(0.5)

@@ -49,8 +49,11 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
                      if s.role == "solve" and "rewards" in s.info]
     for name, (mean, std) in reward_means(solve_rewards).items():  # each reward function's
         metrics[f"reward/{name}/mean"], metrics[f"reward/{name}/std"] = mean, std
+    solves = [s for s in episode.samples if s.role == "solve"]
     metrics["solve/flat_task_share"] = flat_task_share(
-        [(s.info["task_index"], s.passed) for s in episode.samples if s.role == "solve"])
+        [(s.info["task_index"], s.passed) for s in solves])
+    metrics["solve/flat_reward_share"] = flat_task_share(
+        [(s.info["task_index"], s.reward) for s in solves])
     count = episode.counters.get("proposals/count", 0.0)
     metrics["proposals/valid_rate"] = episode.counters.get("proposals/valid", 0.0) / count \
         if count else 0.0
@@ -71,25 +74,29 @@ def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
     return {name: (hits, total) for name, (hits, total) in sorted(counts.items())}
 
 
-def flat_task_share(outcomes: Sequence[tuple[Hashable, bool]]) -> float:
-    """The share of solved tasks whose samples were all correct or all incorrect.
+def flat_task_share(outcomes: Sequence[tuple[Hashable, Hashable]]) -> float:
+    """The share of solved tasks whose samples all had the same outcome.
 
-    ``outcomes`` are ``(task, correct)`` of solve samples, the task as the trainer keys it
-    (``info["task_index"]``, the key of ``advantages.baseline_group``'s per-task groups). Such a
-    task gives no correctness contrast within itself, so a per-task baseline (GRPO's,
-    ``train.advantage_baseline=task``) draws no correctness signal from it. Tasks with one
-    sample are left out; 0 when none has two.
+    ``outcomes`` are ``(task, outcome)`` of solve samples, the task as the trainer keys it
+    (``info["task_index"]``, the key of ``advantages.baseline_group``'s per-task groups). With
+    ``correct`` as the outcome, such a task gives no correctness contrast within itself
+    (``solve/flat_task_share``); with the reward, no contrast at all, so a per-task baseline
+    (GRPO's, ``train.advantage_baseline=task``) draws no signal from it
+    (``solve/flat_reward_share``: below the first where a reward pays partial credit). Tasks
+    with one sample are left out; 0 when none has two.
 
     >>> flat_task_share([(0, True), (0, True), (1, False), (1, True), (2, False), (2, False)])
     0.6666666666666666
+    >>> flat_task_share([(0, 0.5), (0, 0.0), (1, 0.0), (1, 0.0)])
+    0.5
     """
-    tasks: dict[Hashable, list[bool]] = {}
-    for task, correct in outcomes:
-        tasks.setdefault(task, []).append(correct)
+    tasks: dict[Hashable, list[Hashable]] = {}
+    for task, outcome in outcomes:
+        tasks.setdefault(task, []).append(outcome)
     groups = [results for results in tasks.values() if len(results) > 1]
     if not groups:
         return 0.0
-    return sum(all(g) or not any(g) for g in groups) / len(groups)
+    return sum(len(set(g)) == 1 for g in groups) / len(groups)
 
 
 def family_reward_spread(episode: Episode) -> dict[str, float]:
