@@ -60,3 +60,17 @@ def test_a_set_refuses_no_function_and_duplicate_names():
     f = RewardFunction("f", print)
     with pytest.raises(RewardError, match="share a name"):
         RewardSet((f, f))
+
+
+def test_numpy_and_torch_scalars_count_as_floats_as_trl_takes_them():
+    """A TRL reward often returns numpy or tensor scalars; arrays of several values do not."""
+    import numpy as np
+    import torch
+
+    from crsp_ops.crsp.rewards.functions import checked_values
+
+    function = RewardFunction("scalars", print)
+    values = [np.float32(0.25), np.int64(1), np.bool_(True), torch.tensor(0.5), None]
+    assert checked_values(function, values, 5) == [0.25, 1.0, 1.0, 0.5, None]
+    with pytest.raises(RewardError, match="sample 1"):
+        checked_values(function, [0.0, np.array([1.0, 2.0])], 2)

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import inspect
 import math
+import numbers
 import sys
 import threading
 import time
@@ -230,8 +231,9 @@ def _failing_index(function: RewardFunction, call: RewardCall) -> int | None:
 def checked_values(function: RewardFunction, values: Any, size: int) -> list[float | None]:
     """``values`` as floats (``None`` kept), or ``RewardError`` naming the bad sample.
 
-    >>> checked_values(RewardFunction("f", print), [1, None, 0.5], 3)
-    [1.0, None, 0.5]
+    >>> import numpy as np
+    >>> checked_values(RewardFunction("f", print), [1, None, np.float32(0.5), np.int64(0)], 4)
+    [1.0, None, 0.5, 0.0]
     >>> try:
     ...     checked_values(RewardFunction("f", print), [1, float("nan")], 2)
     ... except RewardError as error:
@@ -251,7 +253,9 @@ def checked_values(function: RewardFunction, values: Any, size: int) -> list[flo
         if value is None:
             out.append(None)
             continue
-        if isinstance(value, (str, bytes)) or not isinstance(value, (int, float)):
+        if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy / torch scalars
+            value = value.item()
+        if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
             raise RewardError(f"reward {function.name}: returned {value!r} "
                               f"({type(value).__name__}) for sample {index}; return a float, or "
                               "None when it does not apply")
