@@ -82,7 +82,7 @@ def flat_task_share(outcomes: Sequence[tuple[Hashable, Hashable]]) -> float:
     ``correct`` as the outcome, such a task gives no correctness contrast within itself
     (``solve/flat_task_share``); with the reward, no contrast at all, so a per-task baseline
     (GRPO's, ``train.advantage_baseline=task``) draws no signal from it
-    (``solve/flat_reward_share``: below the first where a reward pays partial credit). Tasks
+    (``solve/flat_reward_share``, lower where a reward pays partial credit). Tasks
     with one sample are left out; 0 when none has two.
 
     >>> flat_task_share([(0, True), (0, True), (1, False), (1, True), (2, False), (2, False)])
@@ -112,15 +112,16 @@ def flat_families(counts: dict[str, tuple[int, int]],
     """Warnings for families whose rollouts were all wrong or all right.
 
     An all-wrong family has no correct answer to reinforce, an all-right one nothing left to
-    learn, unless the rewards still differ (``spreads``: a reward with partial credit below
-    ``train.success_threshold``): then the update learns from them and the line says so. A
-    dataset's family (``dataset``) is told to change its prompts, a generator's its difficulty.
+    learn. A dataset's family (``dataset``) whose rewards still differ (``spreads``: a reward
+    with partial credit around ``train.success_threshold``) learns from them, and the line says
+    so; otherwise it is told to change its prompts, a generator's family its difficulty.
 
-    >>> for line in flat_families({"add": (3, 8), "sub": (0, 8), "code_o": (8, 8)}):
+    >>> spreads = {"sub": 0.5, "dataset": 0.5}  # a generator's family: the format rule's spread
+    >>> for line in flat_families({"add": (3, 8), "sub": (0, 8), "code_o": (8, 8)}, spreads):
     ...     print(line.split(" (")[0], "|", line.split("; ")[-1])
     family sub: 0 of 8 solve rollouts correct | use easier tasks (e.g. crsp.edge_difficulty)
     family code_o: 8 of 8 solve rollouts correct | use harder tasks
-    >>> line = flat_families({"dataset": (0, 8)}, {"dataset": 0.5})[0]
+    >>> line = flat_families({"dataset": (0, 8)}, spreads)[0]
     >>> print(line.split(", but")[0].split(": ")[1], "|", line.split(": ")[2].split(";")[0])
     0 of 8 solve rollouts reached train.success_threshold | the update learns from that
     """
@@ -128,15 +129,14 @@ def flat_families(counts: dict[str, tuple[int, int]],
     for family, (hits, total) in counts.items():
         if not total or hits not in (0, total):
             continue
-        spread = (spreads or {}).get(family, 0.0)
-        if spread > 0:
+        spread, dataset = (spreads or {}).get(family, 0.0), family == "dataset"
+        if dataset and spread > 0:  # a user's reward: success is train.success_threshold
             warnings.append(
                 f"family {family}: {hits} of {total} solve rollouts reached "
                 f"train.success_threshold, but their rewards differ by up to {spread:.3g}: the "
                 "update learns from that; the solve rate counts only rewards at or above the "
                 "threshold")
             continue
-        dataset = family == "dataset"
         kind, fix = (("all wrong: no correct answer to reinforce",
                       "use easier prompts, or a reward with partial credit" if dataset
                       else "use easier tasks (e.g. crsp.edge_difficulty)") if hits == 0
