@@ -94,8 +94,19 @@ def log_over_ranks(accelerator: Any, tracker: Any, step: int, metrics: Mapping[s
 def summary_line(metrics: Mapping[str, float]) -> str:
     """The ``SUMMARY_KEYS`` present (all metrics when none is), for the log.
 
+    A role that answered nothing this step (``response_length/<role>`` 0: a dataset run has
+    no proposals or critiques) is left out rather than shown as a 0 reward.
+
     >>> summary_line({"loss": 0.5, "other": 1.0})
     'loss=0.5'
+    >>> summary_line({"loss": 0.5, "reward/solve/mean": 0.25, "response_length/solve": 9.0,
+    ...               "reward/critique/mean": 0.0, "response_length/critique": 0.0})
+    'loss=0.5 reward/solve/mean=0.25'
     """
-    return " ".join(f"{k}={metrics[k]:.4g}" for k in SUMMARY_KEYS if k in metrics) or \
+    def idle(key: str) -> bool:
+        role = key.split("/")[1] if key.startswith("reward/") else None
+        return role is not None and metrics.get(f"response_length/{role}") == 0
+
+    return " ".join(f"{k}={metrics[k]:.4g}" for k in SUMMARY_KEYS
+                    if k in metrics and not idle(k)) or \
         " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
