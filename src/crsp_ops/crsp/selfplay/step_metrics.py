@@ -64,14 +64,18 @@ def episode_metrics(episode: Episode, problem_types: Sequence[str]) -> dict[str,
     return metrics
 
 
+def _solves_by_family(episode: Episode) -> dict[str, list[RoleSample]]:
+    """The step's solve rollouts grouped by family (``task_family``, kept in ``info``)."""
+    families: dict[str, list[RoleSample]] = {}
+    for sample in (s for s in episode.samples if s.role == "solve"):
+        families.setdefault(sample.info.get("family", sample.task_type), []).append(sample)
+    return dict(sorted(families.items()))
+
+
 def family_solve_counts(episode: Episode) -> dict[str, tuple[int, int]]:
     """``{family: (correct, rollouts)}`` over the step's solve rollouts (see ``task_family``)."""
-    counts: dict[str, list[int]] = {}
-    for sample in (s for s in episode.samples if s.role == "solve"):
-        family = counts.setdefault(sample.info.get("family", sample.task_type), [0, 0])
-        family[0] += int(sample.passed)
-        family[1] += 1
-    return {name: (hits, total) for name, (hits, total) in sorted(counts.items())}
+    return {name: (sum(s.passed for s in samples), len(samples))
+            for name, samples in _solves_by_family(episode).items()}
 
 
 def flat_task_share(outcomes: Sequence[tuple[Hashable, Hashable]]) -> float:
@@ -101,10 +105,8 @@ def flat_task_share(outcomes: Sequence[tuple[Hashable, Hashable]]) -> float:
 
 def family_reward_spread(episode: Episode) -> dict[str, float]:
     """``{family: highest - lowest solve reward}`` over the step's solve rollouts."""
-    rewards: dict[str, list[float]] = {}
-    for sample in (s for s in episode.samples if s.role == "solve"):
-        rewards.setdefault(sample.info.get("family", sample.task_type), []).append(sample.reward)
-    return {name: max(values) - min(values) for name, values in sorted(rewards.items())}
+    return {name: max(s.reward for s in samples) - min(s.reward for s in samples)
+            for name, samples in _solves_by_family(episode).items()}
 
 
 def flat_families(counts: dict[str, tuple[int, int]],
