@@ -14,14 +14,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from pathlib import Path
 from types import ModuleType
 
 from crsp_ops.config import ConfigError
 from crsp_ops.dir_lock import hold_output_dir
 from crsp_ops.errors import DataError, InUseError, RunFailure, TargetExistsError
 from crsp_ops.interrupts import Terminated, ignore_late_signals, install_handlers
-from crsp_ops.paths import project_root
+from crsp_ops.paths import working_root
 from crsp_ops.tracking import disable_telemetry
 from crsp_ops.tracking.redaction import Redactor, install_log_redaction
 
@@ -149,11 +148,7 @@ def _output_lock(args: argparse.Namespace):
     target = resume if isinstance(resume, str) and resume else getattr(args, "out", None)
     if target is None or str(target) == "auto":
         return nullcontext()
-    try:
-        root = project_root()
-    except FileNotFoundError:  # not inside a project: the path is the user's own
-        root = Path.cwd()
-    return hold_output_dir(root / target)
+    return hold_output_dir(working_root() / target)  # outside a project: the user's own path
 
 
 def stage_main(driver: ModuleType) -> Callable[[Sequence[str] | None], int]:

@@ -6,7 +6,8 @@ LIMO rows of the ``limo`` stage (``--limo``; optional: without them math tasks a
 built-in seeds), and writes the trained model, ``checkpoints/``, ``<out>.metrics.json`` and
 ``<out>.mlflow_run.json`` beside ``--out``. Every step's metrics go to the MLflow run.
 
-Your own task (a ``prompt`` column plus any others; TRL-signature reward functions):
+Your own task (a ``prompt`` column plus any others; TRL-signature reward functions), from any
+folder (outside a crsp_ops project: the packaged defaults, paths and ./mlflow.db in it):
     crsp-ops train --dataset data.jsonl --reward rewards.py:exact_match --out models/mine
 
 Tiny CPU run:
@@ -80,11 +81,11 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.models.model_source import resolve_model
-    from crsp_ops.paths import project_root
+    from crsp_ops.paths import working_root
     from crsp_ops.tracking import NullTracker, start_run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    resolved = load_settings(project_root(), [*args.overrides, *dataset_overrides(args)])
+    resolved = load_settings(working_root(), [*args.overrides, *dataset_overrides(args)])
     settings, root = resolved.settings, resolved.root
     out = root / args.out
     resume = root / args.resume_from if isinstance(args.resume_from, str) else args.resume_from

@@ -115,3 +115,31 @@ def test_the_cli_trains_a_cached_hub_id(scratch_project, hub_cache):
     tags = _finished_run(scratch_project).data.tags
     assert (tags["model.loaded_from"], tags["model.revision"]) == ("hub", REVISION)
     assert tags["base_model.weights_sha256"]  # the content hash as for a directory
+
+
+REWARD_FILE = '''
+def short(prompts, completions, **kwargs):
+    return [float(len(c) < 20) for c in completions]
+'''
+
+
+def test_the_cli_trains_a_users_task_outside_any_project(anywhere, tiny_model_dir):
+    """`crsp-ops train --dataset` in a plain folder: the packaged defaults, ./mlflow.db."""
+    (anywhere / "data.jsonl").write_text("".join(f'{{"prompt": "Count to {n}."}}\n'
+                                                 for n in range(6)))
+    (anywhere / "rewards.py").write_text(REWARD_FILE)
+    args = ["train", "--model", str(tiny_model_dir), "--dataset", "data.jsonl",
+            "--reward", "rewards.py:short", "--out", "models/mine"]
+    for key, value in ARGS.items():
+        args += ["--set", f"{key}={value}"]
+    assert main(args) == 0
+    assert (anywhere / "models" / "mine" / "config.json").is_file()
+    run = _finished_run(anywhere)
+    assert run.data.params["train.dataset"] == "data.jsonl"
+
+
+def test_the_cli_outside_a_project_without_a_model_is_one_line(anywhere, capsys):
+    assert main(["train", "--set", "train.steps=1"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "models/seeded" in lines[0]
+    assert not (anywhere / "mlflow.db").exists()

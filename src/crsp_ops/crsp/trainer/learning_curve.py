@@ -102,19 +102,39 @@ def paired_gain(before: Sequence[bool], after: Sequence[bool]) -> PairedGain:
     return PairedGain(float(rows[:, 1].mean() - rows[:, 0].mean()), low, high, len(rows))
 
 
+def second_panel(curves: Mapping[str, Sequence[CurvePoint]]) -> tuple[str, str, str, str]:
+    """The figure's second panel: field, band, axis label and title.
+
+    It is the mean reward where every point carries one (a user's reward functions), else the
+    well-formed share.
+
+    >>> point = CurvePoint(0, 0, 0.0, (0.0, 0.0), 1.0, (1.0, 1.0), 0.0, 10, 0.4, (0.3, 0.5))
+    >>> from dataclasses import replace
+    >>> second_panel({"crsp": [point]})[0], second_panel({"crsp": [replace(point, reward=None,
+    ...     reward_ci=None)]})[0]
+    ('reward', 'well_formed')
+    """
+    if curves and all(p.reward is not None for points in curves.values() for p in points):
+        return "reward", "reward_ci", "mean reward", "mean reward (your reward functions)"
+    return "well_formed", "well_formed_ci", "well-formed share", "well-formed answers"
+
+
 def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Path, *,
                       title: str = "") -> Path:
-    """Held-out solve rate and well-formed share vs generated samples, one line per curve.
+    """Held-out solve rate and a second panel vs generated samples, one line per curve.
 
-    Each line carries its 95% band; written atomically as PNG.
+    The second panel is the mean reward where every curve carries one (a user's reward
+    functions, partial credit included), else the well-formed share. Each line carries its 95%
+    band; written atomically as PNG.
     """
+    second = second_panel(curves)
     figure = Figure(figsize=(11, 4.2), layout="constrained")
-    solve_axis, format_axis = figure.subplots(1, 2)
+    solve_axis, second_axis = figure.subplots(1, 2)
     for index, (name, points) in enumerate(curves.items()):
         colour = f"C{index % 10}"
         samples = [p.samples for p in points]
         for axis, value, band in ((solve_axis, "solve_rate", "solve_rate_ci"),
-                                  (format_axis, "well_formed", "well_formed_ci")):
+                                  (second_axis, second[0], second[1])):
             axis.plot(samples, [getattr(p, value) for p in points], marker="o", color=colour,
                       label=name)
             axis.fill_between(samples, [getattr(p, band)[0] for p in points],
@@ -122,9 +142,10 @@ def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Pa
     tasks = max((p.tasks for points in curves.values() for p in points), default=0)
     solve_axis.set(xlabel="generated solve samples", ylabel="held-out solve rate (greedy)",
                    title=f"solve rate, {tasks} held-out tasks, 95% bands")
-    format_axis.set(xlabel="generated solve samples", ylabel="well-formed share",
-                    title="well-formed answers", ylim=(0, 1.02))
-    for axis in (solve_axis, format_axis):
+    second_axis.set(xlabel="generated solve samples", ylabel=second[2], title=second[3])
+    if second[0] == "well_formed":
+        second_axis.set_ylim(0, 1.02)
+    for axis in (solve_axis, second_axis):
         axis.grid(alpha=0.3)
         axis.legend(fontsize="small")
     if title:
