@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -5,6 +6,7 @@ import yaml
 
 from crsp_ops.config import ConfigError, load_settings, schema_for, sync_params
 from crsp_ops.config.params_file import read_params, write_params
+from crsp_ops.config.trl_names import TRL_NAMES
 from pipelines.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,6 +137,24 @@ def test_cli_exit_code_2_and_message_on_bad_override(project, capsys):
     assert main(["config", "show", "--set", "limo.nsynthetic=5"]) == 2
     assert "did you mean limo.n_synthetic" in capsys.readouterr().err
     assert snapshot(project) == before
+
+
+def test_a_trl_name_is_answered_with_the_option_that_does_its_job(project, capsys):
+    """`num_generations` would otherwise be "did you mean generation.seed?"."""
+    with pytest.raises(ConfigError, match=r"TRL's num_generations: use train\.solver_samples"):
+        load_settings(project, ["num_generations=8"])
+    with pytest.raises(ConfigError, match=r"TRL's beta: use train\.ref_kl_coef"):
+        load_settings(project, ["train.beta=0.04"])
+    assert main(["config", "show", "--set", "max_completion_length=64"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith("(TRL's max_completion_length: use train.max_new_tokens_solve)")
+
+
+def test_every_option_a_trl_name_points_at_exists(project):
+    specs = schema_for(project)
+    named = {key for target in TRL_NAMES.values()
+             for key in re.findall(r"\b(?:train|generation|model|crsp|tracking)\.[a-z_]+", target)}
+    assert named and named <= set(specs), sorted(named - set(specs))
 
 
 def test_cli_sync_rejects_bad_dotconfig_without_writing(project, capsys):

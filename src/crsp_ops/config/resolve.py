@@ -32,6 +32,7 @@ from crsp_ops.config.schema import OptionSpec, load_schema
 from crsp_ops.config.sections import SECTION_TYPES, Settings
 from crsp_ops.config.selfplay_config import apply_epochs
 from crsp_ops.config.train_presets import apply_preset
+from crsp_ops.config.trl_names import trl_name_hint
 from crsp_ops.config.values import parse_value, to_yaml
 from crsp_ops.paths import kconfig_file, project_root
 
@@ -188,6 +189,9 @@ def _split_override(item: str, specs: dict[str, OptionSpec]) -> tuple[str, str]:
 
 
 def _suggest(key: str, specs: dict[str, OptionSpec]) -> str:
+    trl = trl_name_hint(key)
+    if trl is not None:
+        return f" ({trl})"
     close = difflib.get_close_matches(key, list(specs), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
 
