@@ -113,10 +113,10 @@ def test_auto_gives_a_dataset_run_trls_grpo_defaults_and_self_play_its_own():
     assert dataset.sources["train.advantage_baseline"] == "preset:dataset"
     assert train.step_when_flat  # a flat step still steps AdamW, as TRL's Trainer does
     assert train.flat_group_advantage == "step"  # the dataset preset's departure from TRL
-    assert train.learning_rate == 1e-5 and dataset.sources["train.learning_rate"] \
+    assert train.learning_rate == 3e-5 and dataset.sources["train.learning_rate"] \
         == "preset:dataset"  # chosen on dev (notebook); Kconfig's 1e-4 is the tiny model's
-    own_rate = load_settings(REPO, ["train.dataset=rows.jsonl", "train.learning_rate=3e-5"])
-    assert own_rate.settings.train.learning_rate == 3e-5  # a rate the user sets wins
+    own_rate = load_settings(REPO, ["train.dataset=rows.jsonl", "train.learning_rate=1e-5"])
+    assert own_rate.settings.train.learning_rate == 1e-5  # a rate the user sets wins
     grpo = load_settings(REPO, ["train.dataset=rows.jsonl", "train.preset=grpo"])
     assert grpo.settings.train.flat_group_advantage == "zero"  # TRL's names keep TRL's zero
     self_play = load_settings(REPO, [])

@@ -19,7 +19,7 @@ field, is the table in docs/training.md:
   aggregation without DAPO's clip-higher or masking): per-prompt baseline, group scaling, every
   token of the step weighing the same, ratio clip 0.2, no KL; and two choices made on dev runs:
   a flat group (every sample scored alike) is measured against the step's baseline instead of
-  getting 0 (``train.flat_group_advantage=step``), and the learning rate is 1e-5 (Kconfig's 1e-4
+  getting 0 (``train.flat_group_advantage=step``), and the learning rate is 3e-5 (Kconfig's 1e-4
   is the demo's tiny model's; TRL's is 1e-6).
 * ``auto`` (the default): ``dataset`` when the run trains on a dataset (``train.dataset`` set),
   else every key as Kconfig declares it (the self-play defaults, which ``crsp`` names).
@@ -49,7 +49,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "dataset": {**_NO_KL, **_GROUP_RELATIVE, "train.scale_rewards": "group",
                 "train.loss_aggregation": "token_mean", "train.ratio_clip_low": 0.0,
                 "train.ratio_clip_high": 0.0, "train.mask_truncated": False,
-                "train.flat_group_advantage": "step", "train.learning_rate": 1e-5},
+                "train.flat_group_advantage": "step", "train.learning_rate": 3e-5},
     "crsp": {"train.algorithm": "trrpg", "train.advantage_baseline": "task_type",
              "train.scale_rewards": "auto", "train.beta_propose": 0.01,
              "train.beta_solve": 0.05, "train.beta_critique": 0.1,
