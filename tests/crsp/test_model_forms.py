@@ -1,7 +1,7 @@
 """Models as TRL takes them, from any directory: a path, a cached Hub id, a model object.
 
-Outside a crsp_ops project, CRSPTrainer resolves paths against the working directory, reads
-the packaged defaults and tracks to ./mlflow.db; each run records what it loaded.
+Outside a crsp_ops project, CRSPTrainer and `crsp-ops train` resolve paths against the working
+directory, read the packaged defaults and track to ./mlflow.db; each run records what it loaded.
 """
 
 import shutil
