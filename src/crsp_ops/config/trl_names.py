@@ -8,6 +8,7 @@ the same mapping for the loss knobs.
 
 from __future__ import annotations
 
+_BATCH = "train.tasks_per_type (prompts a step) with train.solver_samples (samples a prompt)"
 TRL_NAMES: dict[str, str] = {
     # the loss (train.preset sets these together: grpo, dapo, dr_grpo)
     "beta": "train.ref_kl_coef",
@@ -32,10 +33,8 @@ TRL_NAMES: dict[str, str] = {
     # the budget and the optimizer
     "max_steps": "train.steps",
     "num_train_epochs": "train.num_epochs",
-    "per_device_train_batch_size": "train.tasks_per_type (prompts a step) with "
-                                   "train.solver_samples (samples a prompt)",
-    "generation_batch_size": "train.tasks_per_type (prompts a step) with train.solver_samples "
-                             "(samples a prompt)",
+    "per_device_train_batch_size": _BATCH,
+    "generation_batch_size": _BATCH,
     "gradient_accumulation_steps": "train.micro_batch_size (rollouts a forward pass; a step "
                                    "accumulates over all its rollouts)",
     "learning_rate": "train.learning_rate",

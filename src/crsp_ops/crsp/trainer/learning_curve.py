@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -102,21 +103,26 @@ def paired_gain(before: Sequence[bool], after: Sequence[bool]) -> PairedGain:
     return PairedGain(float(rows[:, 1].mean() - rows[:, 0].mean()), low, high, len(rows))
 
 
-def second_panel(curves: Mapping[str, Sequence[CurvePoint]]) -> tuple[str, str, str, str]:
-    """The figure's second panel: field, band, axis label and title.
+class Panel(NamedTuple):
+    """What the figure's second panel draws."""
 
-    It is the mean reward where every point carries one (a user's reward functions), else the
-    well-formed share.
+    field: str  # a CurvePoint field, with its band in ``<field>_ci``
+    label: str
+    title: str
+    ylim: tuple[float, float] | None
 
-    >>> point = CurvePoint(0, 0, 0.0, (0.0, 0.0), 1.0, (1.0, 1.0), 0.0, 10, 0.4, (0.3, 0.5))
-    >>> from dataclasses import replace
-    >>> second_panel({"crsp": [point]})[0], second_panel({"crsp": [replace(point, reward=None,
-    ...     reward_ci=None)]})[0]
+
+def second_panel(curves: Mapping[str, Sequence[CurvePoint]]) -> Panel:
+    """The second panel: mean reward where every point has one, else the well-formed share.
+
+    >>> with_reward = CurvePoint(0, 0, 0.0, (0.0, 0.0), 1.0, (1.0, 1.0), 0.0, 10, 0.4, (0.3, 0.5))
+    >>> without = CurvePoint(0, 0, 0.0, (0.0, 0.0), 1.0, (1.0, 1.0), 0.0, 10)
+    >>> second_panel({"crsp": [with_reward]}).field, second_panel({"crsp": [without]}).field
     ('reward', 'well_formed')
     """
     if curves and all(p.reward is not None for points in curves.values() for p in points):
-        return "reward", "reward_ci", "mean reward", "mean reward (your reward functions)"
-    return "well_formed", "well_formed_ci", "well-formed share", "well-formed answers"
+        return Panel("reward", "mean reward", "mean reward (your reward functions)", None)
+    return Panel("well_formed", "well-formed share", "well-formed answers", (0, 1.02))
 
 
 def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Path, *,
@@ -134,7 +140,7 @@ def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Pa
         colour = f"C{index % 10}"
         samples = [p.samples for p in points]
         for axis, value, band in ((solve_axis, "solve_rate", "solve_rate_ci"),
-                                  (second_axis, second[0], second[1])):
+                                  (second_axis, second.field, f"{second.field}_ci")):
             axis.plot(samples, [getattr(p, value) for p in points], marker="o", color=colour,
                       label=name)
             axis.fill_between(samples, [getattr(p, band)[0] for p in points],
@@ -142,9 +148,9 @@ def save_curve_figure(curves: Mapping[str, Sequence[CurvePoint]], path: str | Pa
     tasks = max((p.tasks for points in curves.values() for p in points), default=0)
     solve_axis.set(xlabel="generated solve samples", ylabel="held-out solve rate (greedy)",
                    title=f"solve rate, {tasks} held-out tasks, 95% bands")
-    second_axis.set(xlabel="generated solve samples", ylabel=second[2], title=second[3])
-    if second[0] == "well_formed":
-        second_axis.set_ylim(0, 1.02)
+    second_axis.set(xlabel="generated solve samples", ylabel=second.label, title=second.title)
+    if second.ylim is not None:
+        second_axis.set_ylim(*second.ylim)
     for axis in (solve_axis, second_axis):
         axis.grid(alpha=0.3)
         axis.legend(fontsize="small")
