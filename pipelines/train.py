@@ -25,7 +25,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
-from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
+from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR, working_root
 from crsp_ops.tracking.progress import StepProgress
 from crsp_ops.tracking.run_tags import run_name
 from pipelines.entry import stage_main
@@ -81,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
     from crsp_ops.models.model_source import resolve_model
-    from crsp_ops.paths import working_root
     from crsp_ops.tracking import NullTracker, start_run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
