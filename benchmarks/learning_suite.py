@@ -11,7 +11,8 @@ crsp_ops import. For every task and each of the first ``--runs`` sampling seeds 
 ``benchmarks/learning_curve.py`` trains both arms from ``--model`` on the same prompts in the
 same order (the split's schedule seed; ``--schedule per-run``: each run its own order, both
 arms of a run the same) with the same reward file,
-samples per prompt, prompts per step, completion budget, temperature and learning rate, and
+samples per prompt, prompts per step and completion budget (each task's own unless
+``--tasks-per-step`` / ``--max-new-tokens`` set every task's), temperature and learning rate, and
 scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
 defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
 ``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes; ``--only-seeds``
@@ -55,11 +56,13 @@ SD_BUDGET = 0.05  # run-to-run standard deviation of the final success rate at a
 
 @dataclass(frozen=True)
 class SuiteTask:
-    """A user task of the suite: its folder, reward SPEC and completion budget (tokens)."""
+    """A user task of the suite: its folder, reward SPEC, completion budget (tokens) and
+    prompts per step (chosen on dev so that each arm's run-to-run spread is below 0.05)."""
 
     folder: str
     reward: str
     max_new_tokens: int
+    tasks_per_step: int = 4
 
     def eval_file(self, split: str) -> Path:
         return ROOT / self.folder / f"{split}.jsonl"
@@ -68,7 +71,9 @@ class SuiteTask:
 SUITE = {
     "json_extraction": SuiteTask("examples/json_extraction", "reward.py:json_fields", 48),
     "word_problems": SuiteTask("examples/word_problems", "reward.py:exact_number", 32),
-    "review_sentiment": SuiteTask("examples/review_sentiment", "reward.py:one_word_label", 16),
+    # 8 prompts a step: at 4, a run could stay on one label for every prompt (lab notebook)
+    "review_sentiment": SuiteTask("examples/review_sentiment", "reward.py:one_word_label", 16,
+                                  tasks_per_step=8),
 }
 
 
@@ -84,7 +89,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--eval-every", type=int, default=4)
     parser.add_argument("--heldout", type=int, default=200, help="rows of the split's file")
-    parser.add_argument("--tasks-per-step", type=int, default=4)
+    parser.add_argument("--tasks-per-step", type=int, default=None,
+                        help="every task's prompts per step (default: the task's own)")
     parser.add_argument("--samples", type=int, default=8, help="samples per prompt")
     parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--temperature", type=float, default=0.7)
@@ -128,12 +134,13 @@ def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
     """The ``learning_curve.py`` command of one run of one task."""
     task = SUITE[name]
     budget = args.max_new_tokens or task.max_new_tokens
+    prompts = args.tasks_per_step or task.tasks_per_step
     return [sys.executable, str(LEARNING_CURVE_SCRIPT), "--model", str(args.model),
             "--arms", *args.arms, "--dataset", str(ROOT / task.folder / "train.jsonl"),
             "--eval-dataset", str(task.eval_file(args.split)),
             "--reward", str(ROOT / task.folder / task.reward), "--steps", str(args.steps),
             "--eval-every", str(args.eval_every), "--heldout", str(args.heldout),
-            "--tasks-per-step", str(args.tasks_per_step), "--samples", str(args.samples),
+            "--tasks-per-step", str(prompts), "--samples", str(args.samples),
             "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
             "--max-new-tokens", str(budget), "--split", args.split,
             "--sampling-seed", str(sampling_seed), "--out", str(out),
@@ -250,7 +257,8 @@ def summarize_task(args, name: str, paths: list[Path]) -> dict:
         summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ARMS, summary["step"])
     figure = save_runs_figure(reports, args.out / name / "runs.png",
                               f"{name} ({args.split}): every run, {len(reports)} per arm")
-    return {**summary, "goal": verdicts(summary), "figure": shown(figure)}
+    return {**summary, "tasks_per_step": args.tasks_per_step or SUITE[name].tasks_per_step,
+            "goal": verdicts(summary), "figure": shown(figure)}
 
 
 def shown(path: Path) -> str:

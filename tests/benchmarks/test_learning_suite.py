@@ -71,6 +71,21 @@ def test_the_command_trains_both_arms_on_the_splits_file_at_the_tasks_budget(tmp
     assert "--schedule-seed" not in command  # shared: the split's schedule seed
 
 
+def test_each_task_trains_at_its_own_prompts_per_step_unless_one_is_given(tmp_path):
+    args = SimpleNamespace(model="m", split="dev", steps=8, eval_every=4, heldout=200,
+                           tasks_per_step=None, samples=8, learning_rate=1e-5, temperature=0.7,
+                           max_new_tokens=None, overrides=[], schedule="shared",
+                           arms=["crsp", "grpo"])
+
+    def prompts(name):
+        command = run_command(args, name, 2, tmp_path)
+        return command[command.index("--tasks-per-step") + 1]
+
+    assert (prompts("review_sentiment"), prompts("word_problems")) == ("8", "4")
+    args.tasks_per_step = 2
+    assert (prompts("review_sentiment"), prompts("word_problems")) == ("2", "2")
+
+
 def test_per_run_schedules_give_each_run_its_sampling_seeds_order(tmp_path):
     args = SimpleNamespace(model="m", split="dev", steps=8, eval_every=4, heldout=200,
                            tasks_per_step=4, samples=8, learning_rate=1e-5, temperature=0.7,
