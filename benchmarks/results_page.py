@@ -66,10 +66,15 @@ def _pair(name: str, value: dict) -> str:
 def summarize(line: dict) -> list[str]:
     """The numbers of one result line, with their intervals, as table cells."""
     kind = line.get("benchmark")
+    if kind == "learning_suite":  # one learning_curve_seeds summary per task
+        return [f"{name}: {cell}" for name, task in line["tasks"].items()
+                for cell in summarize(task)]
     if kind == "learning_curve_seeds":
         out = [f"{arm}: step {line['step']} {a['after']['mean']:.4g} "
-               f"{_ci(a['after']['ci95'], '')}, gain {a['gain']['mean']:+.4g} "
-               f"{_ci(a['gain']['ci95'])} over {a['gain']['seeds']} runs"
+               f"{_ci(a['after']['ci95'], '')}"
+               + (f" (sd {a['sd_after']:.3g})" if a.get("sd_after") is not None else "")
+               + f", gain {a['gain']['mean']:+.4g} {_ci(a['gain']['ci95'])} over "
+               f"{a['gain']['seeds']} runs"
                for arm, a in line["arms"].items()]
         return out + [_pair(k, v) for k, v in line.items() if "_minus_" in k]
     if kind == "learning_curve":

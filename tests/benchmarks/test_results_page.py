@@ -37,3 +37,18 @@ def test_the_header_counts_are_computed(tmp_path):
     page = render(tmp_path)
     assert "**2 declared attempts**: 1 not met, 1 no result yet." in page
     assert '<a id="b_test"></a>' in page and "| numbers | none yet |" in page
+
+
+def test_a_suite_line_is_shown_per_task_with_each_arms_spread(tmp_path):
+    claims = tmp_path / CLAIMS_DIR
+    claims.mkdir(parents=True)
+    (claims / "s_test.md").write_text("# Claim: s\n")
+    arm = {"after": {"mean": 0.9, "ci95": [0.8, 0.95]}, "sd_after": 0.021,
+           "gain": {"mean": 0.7, "ci95": [0.6, 0.8], "seeds": 4}}
+    task = {"benchmark": "learning_curve_seeds", "step": 8, "arms": {"crsp": arm},
+            "crsp_minus_grpo_welch": {"diff": -0.12, "ci95": [-0.5, 0.27], "runs": [4, 4]}}
+    (claims / "s_test.jsonl").write_text(json.dumps(
+        {"benchmark": "learning_suite", "tasks": {"review_sentiment": task}}) + "\n")
+    page = render(tmp_path)
+    assert "review_sentiment: crsp: step 8 0.9 [0.8, 0.95] (sd 0.021), gain +0.7" in page
+    assert "review_sentiment: crsp minus grpo welch: -0.12 [-0.5, +0.27]" in page
