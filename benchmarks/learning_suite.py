@@ -130,17 +130,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def prompts_per_step(args, name: str) -> int:
+    """The task's prompts per step: ``--tasks-per-step`` when given, else the task's own."""
+    return args.tasks_per_step or SUITE[name].tasks_per_step
+
+
 def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
     """The ``learning_curve.py`` command of one run of one task."""
     task = SUITE[name]
     budget = args.max_new_tokens or task.max_new_tokens
-    prompts = args.tasks_per_step or task.tasks_per_step
     return [sys.executable, str(LEARNING_CURVE_SCRIPT), "--model", str(args.model),
             "--arms", *args.arms, "--dataset", str(ROOT / task.folder / "train.jsonl"),
             "--eval-dataset", str(task.eval_file(args.split)),
             "--reward", str(ROOT / task.folder / task.reward), "--steps", str(args.steps),
             "--eval-every", str(args.eval_every), "--heldout", str(args.heldout),
-            "--tasks-per-step", str(prompts), "--samples", str(args.samples),
+            "--tasks-per-step", str(prompts_per_step(args, name)),
+            "--samples", str(args.samples),
             "--learning-rate", str(args.learning_rate), "--temperature", str(args.temperature),
             "--max-new-tokens", str(budget), "--split", args.split,
             "--sampling-seed", str(sampling_seed), "--out", str(out),
@@ -257,7 +262,7 @@ def summarize_task(args, name: str, paths: list[Path]) -> dict:
         summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ARMS, summary["step"])
     figure = save_runs_figure(reports, args.out / name / "runs.png",
                               f"{name} ({args.split}): every run, {len(reports)} per arm")
-    return {**summary, "tasks_per_step": args.tasks_per_step or SUITE[name].tasks_per_step,
+    return {**summary, "tasks_per_step": prompts_per_step(args, name),
             "goal": verdicts(summary), "figure": shown(figure)}
 
 
