@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from crsp_ops.evolve.registry import register_processor, should_move_alias
@@ -22,6 +24,11 @@ def test_champion_moves_only_on_better_heldout_composite(tmp_path, monkeypatch):
 
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # The caller's own MLflow session points elsewhere; registering must leave it there.
+    callers = f"sqlite:///{tmp_path / 'callers.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", callers)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    before = (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
     client = MlflowClient(uri, registry_uri=uri)
     experiment = client.create_experiment("e", artifact_location=(tmp_path / "art").as_uri())
     table = np.array([0, 1, 2, 2, 1], dtype=np.int64)
@@ -48,6 +55,9 @@ def test_champion_moves_only_on_better_heldout_composite(tmp_path, monkeypatch):
         else:
             assert registration.alias_moved and str(champion.version) == registration.version
     assert [v.version for v in versions] == ["1", "2", "3"]
+    assert (mlflow.get_tracking_uri(), mlflow.get_registry_uri()) == before == (callers, callers)
+    assert "MLFLOW_REGISTRY_URI" not in os.environ
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     model = mlflow.pyfunc.load_model("models:/proc@champion")
     assert model.predict([0, 1, 2, 3, 4]) == [0.5, 0.0, -3.0, -3.0, 0.0]
     assert mlflow.active_run() is None

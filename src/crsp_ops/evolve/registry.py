@@ -19,6 +19,9 @@ comparable version of a FINISHED run (or is removed), so the alias never stays o
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +104,7 @@ def register_processor(
 
     Args:
         client: an ``MlflowClient`` on the tracking/registry URI.
-        tracking_uri: that URI (the pyfunc model is logged through MLflow's fluent API).
+        tracking_uri: that URI (MLflow's fluent API points there for this call only).
         run_id: the run the model belongs to (it must be active).
         name: registered model name.
         alias: alias to move (e.g. ``champion``).
@@ -115,18 +118,21 @@ def register_processor(
     """
     comparison = dict(comparison or {})
     prune_unfinished_versions(client, name, alias)
-    model_uri, model_id = _log_model(tracking_uri, run_id, deltas_path, table_path, processor_path)
     holder, holder_tags = alias_holder(client, name, alias)
     comparable = holder is None or same_basis(comparison, holder_tags)
     try:
         client.get_registered_model(name)
     except Exception:  # noqa: BLE001 - MlflowException when absent
         client.create_registered_model(name)
-    # A tracking server accepts a ``models:/m-...`` source only with the logged model's id.
-    version = client.create_model_version(
-        name, model_uri, run_id=run_id, model_id=model_id,
-        tags={SCORE_TAG: repr(float(heldout_composite)), **comparison, **tags},
-    ).version
+    # The model is logged through the fluent API, and a database registry looks the logged
+    # model up through the global tracking URI: both see ``tracking_uri`` for these two calls.
+    with _fluent_uris(tracking_uri):
+        model_uri, model_id = _log_model(run_id, deltas_path, table_path, processor_path)
+        # A tracking server accepts a ``models:/m-...`` source only with the logged model's id.
+        version = client.create_model_version(
+            name, model_uri, run_id=run_id, model_id=model_id,
+            tags={SCORE_TAG: repr(float(heldout_composite)), **comparison, **tags},
+        ).version
     moved = should_move_alias(heldout_composite, holder, comparable=comparable)
     if moved:
         client.set_registered_model_alias(name, alias, version)
@@ -202,13 +208,11 @@ def _delete_alias(client: Any, name: str, alias: str) -> None:
 
 
 def _log_model(
-    tracking_uri: str, run_id: str, deltas_path: Path, table_path: Path, processor_path: Path
+    run_id: str, deltas_path: Path, table_path: Path, processor_path: Path
 ) -> tuple[str, str]:
     import mlflow
 
     # pyfunc.log_model logs into the active fluent run: activate ours without ending it.
-    mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_registry_uri(tracking_uri)
     active = mlflow.active_run()
     if active is None or active.info.run_id != run_id:
         mlflow.start_run(run_id=run_id)
@@ -227,6 +231,37 @@ def _log_model(
         if active is None:
             _detach_fluent_run()
     return info.model_uri, info.model_id
+
+
+URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+
+
+@contextmanager
+def _fluent_uris(uri: str) -> Iterator[None]:
+    """Point MLflow's fluent API at ``uri`` for the block, then put back the caller's URIs.
+
+    ``mlflow.set_tracking_uri`` and ``set_registry_uri`` change module state and the process
+    environment (for subprocesses); both are restored, so a caller's own MLflow session (a
+    notebook, a test) is left as it was.
+    """
+    import mlflow
+    from mlflow.tracking._model_registry import utils as registry_utils
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    environment = {name: os.environ.get(name) for name in URI_VARIABLES}
+    tracking, registry = tracking_utils._tracking_uri, registry_utils._registry_uri
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(tracking)
+        registry_utils._registry_uri = registry
+        for name, value in environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _detach_fluent_run() -> None:
