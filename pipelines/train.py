@@ -138,21 +138,13 @@ def run(args: argparse.Namespace) -> int:
 
 def run_identity(settings, model_dir: Path, checkpoint: Path | None, heldout_tasks
                  ) -> tuple[str, dict[str, str]]:
-    """The run's name and tags: algorithm, budget, seed and the base model it starts from."""
-    from crsp_ops.models.comparison_keys import comparison_tags
-    from crsp_ops.models.model_ref import resolve_model_dir
+    """The run's name and tags: ``train_run_tags`` and the configured model source."""
+    from crsp_ops.crsp.trainer.run_identity import train_run_tags
 
-    base = model_dir
-    if checkpoint is not None and not (Path(resolve_model_dir(base)) / "config.json").is_file():
-        base = checkpoint  # resumed without the base model at hand: tag what was loaded
-    tags = {"crsp.algorithm": settings.train.algorithm_name,
-            "crsp.resumed_from": str(checkpoint or ""),
-            # the base model it starts from (not a resumed checkpoint) and its held-out tasks
-            **comparison_tags(base, heldout_rows=heldout_tasks)}
     name = run_name("train", "crsp", settings.train.algorithm_name, settings.model.source,
                     f"{settings.train.steps}steps")
-    tags.update({"model.source": settings.model.source,
-                 "budget.steps": str(settings.train.steps), "seed": str(settings.crsp.seed)})
+    tags = {**train_run_tags(settings, model_dir, checkpoint, heldout_tasks),
+            "model.source": settings.model.source}
     return name, tags
 
 

@@ -143,3 +143,31 @@ def test_the_cli_outside_a_project_without_a_model_is_one_line(anywhere, capsys)
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "models/seeded" in lines[0]
     assert not (anywhere / "mlflow.db").exists()
+
+
+def test_the_api_and_the_cli_tag_a_run_on_one_basis(anywhere, tiny_model_dir):
+    """Same model and rows: the same base-model id, held-out hash, algorithm and budget."""
+    (anywhere / "data.jsonl").write_text("".join(f'{{"prompt": "Count to {n}."}}\n'
+                                                 for n in range(6)))
+    (anywhere / "rewards.py").write_text(REWARD_FILE)
+    cli = ["train", "--model", str(tiny_model_dir), "--dataset", "data.jsonl",
+           "--reward", "rewards.py:short", "--out", "models/cli"]
+    for key, value in ARGS.items():
+        cli += ["--set", f"{key}={value}"]
+    assert main(cli) == 0
+    CRSPTrainer(str(tiny_model_dir), ["rewards.py:short"], "data.jsonl", args=ARGS,
+                output_dir="models/api").train()
+    model, tokenizer = load_causal_lm(tiny_model_dir)
+    CRSPTrainer(model, ["rewards.py:short"], "data.jsonl", args=ARGS, output_dir="models/obj",
+                processing_class=tokenizer).train()
+    client = MlflowClient(f"sqlite:///{anywhere / 'mlflow.db'}")
+    [experiment] = [e for e in client.search_experiments() if e.name.endswith("-train")]
+    runs = client.search_runs([experiment.experiment_id], order_by=["attributes.start_time"])
+    cli_tags, api_tags, object_tags = (run.data.tags for run in runs)
+    keys = ("base_model.id", "base_model.tokenizer_sha256", "heldout.sha256", "heldout.size",
+            "crsp.algorithm", "budget.steps", "seed")
+    assert [api_tags[key] for key in keys] == [cli_tags[key] for key in keys]
+    assert (api_tags["crsp.api"], cli_tags["heldout.size"], api_tags["budget.steps"]) == (
+        "CRSPTrainer", "2", "1")
+    assert "base_model.id" not in object_tags  # a model object has no files to hash
+    assert object_tags["heldout.sha256"] == cli_tags["heldout.sha256"]

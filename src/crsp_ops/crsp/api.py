@@ -23,6 +23,7 @@ any configuration key (``crsp-ops config show`` lists them). The run is tracked 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ from crsp_ops.crsp.policy.precision import training_precision
 from crsp_ops.crsp.rewards.functions import RewardFunction, load_reward_function
 from crsp_ops.crsp.trainer.checkpoint import CHECKPOINTS, resume_target
 from crsp_ops.crsp.trainer.loop import SelfPlayTrainer, TrainResult
-from crsp_ops.crsp.trainer.options import SelfPlaySettings
+from crsp_ops.crsp.trainer.options import SelfPlaySettings, epoch_budget
+from crsp_ops.crsp.trainer.run_identity import train_run_tags
 from crsp_ops.crsp.user_task import DatasetTasks, log_inputs, tasks_from_rows
 from crsp_ops.data.prompt_dataset import PromptRows, load_prompt_rows
 from crsp_ops.errors import DataError
@@ -131,17 +133,20 @@ class CRSPTrainer:
                                                 dtype=precision.load_dtype))
         tokenizer = self.processing_class or tokenizer
         name = Path(self.model_source.name).name
+        accelerator = make_accelerator(precision.mixed_precision, "auto")
+        budget = replace(settings, train=epoch_budget(settings.train, self.task.train,
+                                                      accelerator.num_processes))
+        tags = {"crsp.api": "CRSPTrainer", **precision.tags(model), **self.model_source.tags(),
+                **train_run_tags(budget, self.model_dir, checkpoint, self.task.heldout)}
         with start_run("train", self.resolved, run_name=f"train-api-{name}",
-                       tags={"crsp.api": "CRSPTrainer", "crsp.resumed_from": str(checkpoint or ""),
-                             **precision.tags(model), **self.model_source.tags()}) as tracker:
+                       tags=tags) as tracker:
             log_inputs(tracker, self.task.inputs)
             self.trainer = SelfPlayTrainer(
                 model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward,
                                                    settings.train, settings.generation),
                 out_dir=self.output_dir, tasks=self.task.train,
                 heldout_tasks=self.task.heldout, rewards=self.task.rewards, tracker=tracker,
-                accelerator=make_accelerator(precision.mixed_precision, "auto"),
-                callbacks=self.callbacks)
+                accelerator=accelerator, callbacks=self.callbacks)
             if checkpoint is not None:
                 self.trainer.resume(checkpoint)
             return self.trainer.train()

@@ -124,8 +124,7 @@ def register_processor(
         client.get_registered_model(name)
     except Exception:  # noqa: BLE001 - MlflowException when absent
         client.create_registered_model(name)
-    # The model is logged through the fluent API, and a database registry looks the logged
-    # model up through the global tracking URI: both see ``tracking_uri`` for these two calls.
+    # fluent logging, and a database registry's look-up of the logged model, use global URIs
     with _fluent_uris(tracking_uri):
         model_uri, model_id = _log_model(run_id, deltas_path, table_path, processor_path)
         # A tracking server accepts a ``models:/m-...`` source only with the logged model's id.

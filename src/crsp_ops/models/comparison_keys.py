@@ -36,11 +36,14 @@ def rows_sha256(rows: Iterable[Any]) -> str:
 
 
 def comparison_tags(
-    model_path: str | Path, *, table_path: str | Path | None = None,
+    model_path: str | Path | None, *, table_path: str | Path | None = None,
     heldout_rows: Iterable[Any] | None = None,
 ) -> dict[str, str]:
-    """Run tags naming the base model, its tokenizer, the cluster table and the held-out set."""
-    tags = model_fingerprint(model_path).tags()
+    """Run tags naming the base model, its tokenizer, the cluster table and the held-out set.
+
+    ``model_path=None`` (a model object, with no files to hash) gives no base-model keys.
+    """
+    tags = model_fingerprint(model_path).tags() if model_path is not None else {}
     if table_path is not None:
         tags[TABLE_KEY] = files_sha256([Path(table_path)], Path(table_path).parent)
     if heldout_rows is not None:
