@@ -159,6 +159,8 @@ def trl_steps(args, settings, model, tokenizer, rows, reward_fn) -> dict:
 def crsp_steps(args, settings, model, tokenizer, seen: dict) -> dict:
     """CRSP's ``policy_update`` and AdamW (as its trainer builds it) replaying TRL's rollouts
     step by step: the first clipped gradient and pre-clip norm, and the final weights."""
+    from dataclasses import replace
+
     import numpy as np
     import torch
 
@@ -166,6 +168,7 @@ def crsp_steps(args, settings, model, tokenizer, seen: dict) -> dict:
     from crsp_ops.crsp.rl.advantages import baseline_group
     from crsp_ops.crsp.rl.update import policy_update
     from crsp_ops.crsp.trainer.options import SelfPlaySettings, update_options
+    from crsp_ops.crsp.trainer.setup import make_optimizer
     from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
     options = update_options(SelfPlaySettings(settings.crsp, settings.reward, settings.train,
@@ -178,10 +181,8 @@ def crsp_steps(args, settings, model, tokenizer, seen: dict) -> dict:
                 captured["gradient"] = flat_gradient(model)
             return super().step(closure)
 
-    # the trainer's optimizer (crsp_ops.crsp.trainer.setup.prepare_policy_parts)
-    optimizer = Reading([p for p in model.parameters() if p.requires_grad],
-                        lr=args.learning_rate, weight_decay=settings.train.weight_decay,
-                        fused=True)
+    optimizer = make_optimizer(model, replace(settings.train, learning_rate=args.learning_rate),
+                               optimizer_class=Reading)  # the trainer's, reading
     sequences = args.prompts * args.samples
     model.train()
     for step, out in enumerate(seen["rollouts"]):

@@ -74,14 +74,23 @@ def prepare_policy_parts(model: Any, train: TrainSettings, accelerator: Any) -> 
         model = shard_policy(model.to(accelerator.device), accelerator.device)
         logger.info("rank %d holds %d of %d parameters (FSDP2)", accelerator.process_index,
                     local_parameters(model), total)
-    # fused: one kernel over every tensor (HF Trainer's default, adamw_torch_fused); the
-    # per-tensor loop took ~2x as long on SmolLM2-135M's CPU step. Not under FSDP2's DTensors.
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
-                                  lr=train.learning_rate, weight_decay=train.weight_decay,
-                                  fused=not sharded)
+    optimizer = make_optimizer(model, train, sharded=sharded)
     if not sharded:
         model, optimizer = accelerator.prepare(model, optimizer)
     return PolicyParts(model, optimizer, reference, replica, trainable, total)
+
+
+def make_optimizer(model: Any, train: TrainSettings, *, sharded: bool = False,
+                   optimizer_class: type | None = None) -> Any:
+    """AdamW over the trainable parameters at ``train``'s rate and weight decay.
+
+    Fused: one kernel over every tensor (HF Trainer's default, ``adamw_torch_fused``); the
+    per-tensor loop took ~2x as long on SmolLM2-135M's CPU step. Not under FSDP2's DTensors
+    (``sharded``). ``optimizer_class``: an AdamW subclass (a benchmark reading gradients).
+    """
+    return (optimizer_class or torch.optim.AdamW)(
+        [p for p in model.parameters() if p.requires_grad], lr=train.learning_rate,
+        weight_decay=train.weight_decay, fused=not sharded)
 
 
 def make_generation(generation: GenerationSettings, train: TrainSettings, accelerator: Any, *,
