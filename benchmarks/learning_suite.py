@@ -71,9 +71,9 @@ class SuiteTask:
 SUITE = {
     "json_extraction": SuiteTask("examples/json_extraction", "reward.py:json_fields", 48),
     "word_problems": SuiteTask("examples/word_problems", "reward.py:exact_number", 32),
-    # 8 prompts a step: at 4, a run could stay on one label for every prompt (lab notebook)
+    # 16 prompts a step: at 4 and 8, a run could stay on one label for every prompt (notebook)
     "review_sentiment": SuiteTask("examples/review_sentiment", "reward.py:one_word_label", 16,
-                                  tasks_per_step=8),
+                                  tasks_per_step=16),
 }
 
 

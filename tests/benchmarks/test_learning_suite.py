@@ -81,7 +81,7 @@ def test_each_task_trains_at_its_own_prompts_per_step_unless_one_is_given(tmp_pa
         command = run_command(args, name, 2, tmp_path)
         return command[command.index("--tasks-per-step") + 1]
 
-    assert (prompts("review_sentiment"), prompts("word_problems")) == ("8", "4")
+    assert (prompts("review_sentiment"), prompts("word_problems")) == ("16", "4")
     args.tasks_per_step = 2
     assert (prompts("review_sentiment"), prompts("word_problems")) == ("2", "2")
 
