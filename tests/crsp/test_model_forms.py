@@ -123,16 +123,19 @@ def short(prompts, completions, **kwargs):
 '''
 
 
+def _users_task(folder: Path, model_dir: Path, out: str) -> list[str]:
+    """Write a user's data.jsonl and rewards.py into ``folder``; the CLI's train arguments."""
+    (folder / "data.jsonl").write_text("".join(f'{{"prompt": "Count to {n}."}}\n'
+                                               for n in range(6)))
+    (folder / "rewards.py").write_text(REWARD_FILE)
+    return ["train", "--model", str(model_dir), "--dataset", "data.jsonl",
+            "--reward", "rewards.py:short", "--out", out,
+            *(item for key, value in ARGS.items() for item in ("--set", f"{key}={value}"))]
+
+
 def test_the_cli_trains_a_users_task_outside_any_project(anywhere, tiny_model_dir):
     """`crsp-ops train --dataset` in a plain folder: the packaged defaults, ./mlflow.db."""
-    (anywhere / "data.jsonl").write_text("".join(f'{{"prompt": "Count to {n}."}}\n'
-                                                 for n in range(6)))
-    (anywhere / "rewards.py").write_text(REWARD_FILE)
-    args = ["train", "--model", str(tiny_model_dir), "--dataset", "data.jsonl",
-            "--reward", "rewards.py:short", "--out", "models/mine"]
-    for key, value in ARGS.items():
-        args += ["--set", f"{key}={value}"]
-    assert main(args) == 0
+    assert main(_users_task(anywhere, tiny_model_dir, "models/mine")) == 0
     assert (anywhere / "models" / "mine" / "config.json").is_file()
     run = _finished_run(anywhere)
     assert run.data.params["train.dataset"] == "data.jsonl"
@@ -147,14 +150,7 @@ def test_the_cli_outside_a_project_without_a_model_is_one_line(anywhere, capsys)
 
 def test_the_api_and_the_cli_tag_a_run_on_one_basis(anywhere, tiny_model_dir):
     """Same model and rows: the same base-model id, held-out hash, algorithm and budget."""
-    (anywhere / "data.jsonl").write_text("".join(f'{{"prompt": "Count to {n}."}}\n'
-                                                 for n in range(6)))
-    (anywhere / "rewards.py").write_text(REWARD_FILE)
-    cli = ["train", "--model", str(tiny_model_dir), "--dataset", "data.jsonl",
-           "--reward", "rewards.py:short", "--out", "models/cli"]
-    for key, value in ARGS.items():
-        cli += ["--set", f"{key}={value}"]
-    assert main(cli) == 0
+    assert main(_users_task(anywhere, tiny_model_dir, "models/cli")) == 0
     CRSPTrainer(str(tiny_model_dir), ["rewards.py:short"], "data.jsonl", args=ARGS,
                 output_dir="models/api").train()
     model, tokenizer = load_causal_lm(tiny_model_dir)
