@@ -38,6 +38,7 @@ import math
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from trl_grpo import grpo_config
@@ -159,8 +160,6 @@ def trl_steps(args, settings, model, tokenizer, rows, reward_fn) -> dict:
 def crsp_steps(args, settings, model, tokenizer, seen: dict) -> dict:
     """CRSP's ``policy_update`` and AdamW (as its trainer builds it) replaying TRL's rollouts
     step by step: the first clipped gradient and pre-clip norm, and the final weights."""
-    from dataclasses import replace
-
     import numpy as np
     import torch
 
