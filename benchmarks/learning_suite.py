@@ -261,7 +261,7 @@ def summarize_task(args, name: str, paths: list[Path]) -> dict:
     if all(journal.is_file() for own in journals.values() for journal in own):
         summary["crsp_minus_grpo_prompts"] = tasks_interval(journals, ARMS, summary["step"])
     figure = save_runs_figure(reports, args.out / name / "runs.png",
-                              f"{name} ({args.split}): every run, {len(reports)} per arm")
+                              f"{name} ({args.split}): every run, {len(paths)} per arm")
     return {**summary, "tasks_per_step": prompts_per_step(args, name),
             "goal": verdicts(summary), "figure": shown(figure)}
 

@@ -167,7 +167,11 @@ def write_run(folder, arms, seed, *, learning_rate=1e-5):
     (run / "evaluations.jsonl").write_text("\n".join(map(json.dumps, journal)))
 
 
-def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, capsys):
+def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, capsys,
+                                                                    monkeypatch):
+    titles = []
+    monkeypatch.setattr("benchmarks.learning_suite.save_runs_figure",
+                        lambda reports, path, title: titles.append(title) or path)
     earlier, now = tmp_path / "earlier", tmp_path / "now"
     for seed, (old_crsp, grpo) in {4531: (0.25, 0.5), 4532: (0.25, 0.75)}.items():
         write_run(earlier, {"crsp": (old_crsp, [True, False, False, False]),
@@ -180,6 +184,7 @@ def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, c
     assert [row["after"] for row in task["arms"]["crsp"]["per_seed"]] == [1.0, 1.0]
     assert [row["after"] for row in task["arms"]["grpo"]["per_seed"]] == [0.5, 0.75]
     assert task["crsp_minus_grpo_prompts"]["diff"] == 0.5  # this run's CRSP, the earlier GRPO
+    assert titles == ["review_sentiment (test): every run, 2 per arm"]
 
     write_run(tmp_path / "other_lr", {"grpo": (0.5, [True] * 4)}, 4531, learning_rate=3e-5)
     write_run(tmp_path / "other_lr", {"grpo": (0.5, [True] * 4)}, 4532, learning_rate=3e-5)
