@@ -134,10 +134,11 @@ class CRSPTrainer:
         tokenizer = self.processing_class or tokenizer
         name = Path(self.model_source.name).name
         accelerator = make_accelerator(precision.mixed_precision, "auto")
-        budget = replace(settings, train=epoch_budget(settings.train, self.task.train,
-                                                      accelerator.num_processes))
+        # train.num_epochs counted into steps once, as the CLI does, for the tags and the run
+        settings = replace(settings, train=epoch_budget(settings.train, self.task.train,
+                                                        accelerator.num_processes))
         tags = {"crsp.api": "CRSPTrainer", **precision.tags(model), **self.model_source.tags(),
-                **train_run_tags(budget, self.model_dir, checkpoint, self.task.heldout)}
+                **train_run_tags(settings, self.model_dir, checkpoint, self.task.heldout)}
         with start_run("train", self.resolved, run_name=f"train-api-{name}",
                        tags=tags) as tracker:
             log_inputs(tracker, self.task.inputs)

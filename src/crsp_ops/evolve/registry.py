@@ -26,7 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mlflow
 from mlflow.exceptions import MlflowException
+from mlflow.tracking._model_registry import utils as registry_utils  # the URIs _fluent_uris
+from mlflow.tracking._tracking_service import utils as tracking_utils  # puts back
 
 from crsp_ops.models.comparison_keys import RANKING_KEYS, same_basis
 from crsp_ops.models.fingerprint import slug
@@ -209,8 +212,6 @@ def _delete_alias(client: Any, name: str, alias: str) -> None:
 def _log_model(
     run_id: str, deltas_path: Path, table_path: Path, processor_path: Path
 ) -> tuple[str, str]:
-    import mlflow
-
     # pyfunc.log_model logs into the active fluent run: activate ours without ending it.
     active = mlflow.active_run()
     if active is None or active.info.run_id != run_id:
@@ -243,10 +244,6 @@ def _fluent_uris(uri: str) -> Iterator[None]:
     environment (for subprocesses); both are restored, so a caller's own MLflow session (a
     notebook, a test) is left as it was.
     """
-    import mlflow
-    from mlflow.tracking._model_registry import utils as registry_utils
-    from mlflow.tracking._tracking_service import utils as tracking_utils
-
     environment = {name: os.environ.get(name) for name in URI_VARIABLES}
     tracking, registry = tracking_utils._tracking_uri, registry_utils._registry_uri
     mlflow.set_tracking_uri(uri)
