@@ -31,6 +31,20 @@ every number an entry lists must still be quoted by one of its files: ``--prune`
 ones nothing quotes. docs/results.md is generated from the declarations' own result lines
 (``benchmarks/results_page.py``) and is not part of this check.
 
+Structure (issue 73). Each quote is tied to its own place: an entry's ``quotes`` list
+``[file, anchor, number]`` (``anchor``: up to 24 characters of its line before it), so changing
+one of two quotes of the same number fails; ``--tie FILE`` re-ties quotes whose words moved,
+never a changed number. An interval is one ordered triple: ``point [low, high]`` with
+``low <= point <= high`` on every page. The sign is part of the value: a JSON number (a result
+line) without ``-`` is positive, so a quote flipped to ``-`` fails its source. On a
+test-labelled line a count ``N of M`` is a number too, and ``not a claim`` is refused there.
+Verdict words come from ``benchmarks/verdicts.py`` (one rule), rendered by ``--write`` into
+``<!-- verdict: <claim> <path> a=.. b=.. [margin=..] -->...<!-- /verdict -->`` regions and
+checked; on ``HEADLINES`` pages a verdict word outside a region on a result line fails, and a
+re-look's line must say "re-look" (``relooks``: an earlier claim asked the same question of
+the same test files, by hash). The outcome prose of ``outcomes.jsonl`` is checked against its
+claim's result line (``check_outcomes``).
+
 What counts as a number (``numbers_in``): a decimal (``0.499``, ``31.9``) or a percentage
 (``26%``, ``0.3%``), thousands separators aside, in the prose. Not counted: integers (counts,
 steps, seeds, sizes), anything in a fenced code block or an inline code span, link targets and
@@ -40,6 +54,7 @@ URLs, version-like ``x.y.z``, and a decimal glued to a letter or hyphen (``Qwen2
     python benchmarks/claims_table.py --write     # regenerate benchmarks/CLAIMS.md
     python benchmarks/claims_table.py --check     # exit 1: a number out of place, a stale table
     python benchmarks/claims_table.py --prune     # drop registered numbers no page quotes now
+    python benchmarks/claims_table.py --tie README.md   # re-tie quotes whose words moved
     python benchmarks/claims_table.py --suggest docs/training.md   # where missing ones occur
     python benchmarks/claims_table.py --add docs/engines.md --split measurement \
         --what "vLLM CPU server step times" --source benchmarks/results/server_rollouts.jsonl \
@@ -51,10 +66,17 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import verdicts  # noqa: E402
+from benchmarks.provenance import added, committed_at, sha256_at  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = Path("benchmarks/claims/numbers.jsonl")
@@ -72,6 +94,27 @@ _SOURCE_NUMBER = re.compile(r"[+\-−]?\d[\d,]*(?:\.\d+)?(?:[eE][+\-]?\d+)?")
 _FENCE = re.compile(r"^\s*```.*?^\s*```", re.S | re.M)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\([^)]*\)|https?://\S+")
+
+
+_JSON_FENCE = re.compile(r"^\s*```json\s*$(.*?)^\s*```", re.S | re.M)
+
+
+def source_numbers(text: str, json_file: bool = False) -> set[str]:
+    """The numbers a source holds. A JSON number (a ``.json``/``.jsonl`` file, a ```` ```json ````
+    block of the notebook) is a value with its sign: an unsigned one is written ``+``, so a
+    quote with the opposite sign does not match it. An unsigned number in prose (``cut 26%``)
+    is a magnitude and keeps no sign.
+
+    >>> sorted(source_numbers('cut 26%\\n```json\\n{"d": 0.29, "e": -0.1}\\n```'))
+    ['+0.29', '-0.1', '26']
+    """
+    def signed_all(part: str) -> set[str]:
+        return {n if n[0] in "+-−" else "+" + n for n in _SOURCE_NUMBER.findall(part)}
+
+    if json_file:
+        return signed_all(text)
+    fenced = "".join(m.group(1) for m in _JSON_FENCE.finditer(text))
+    return set(_SOURCE_NUMBER.findall(_JSON_FENCE.sub("", text))) | signed_all(fenced)
 
 
 def normal(token: str) -> str:
@@ -108,13 +151,71 @@ def numbers_in(text: str) -> list[tuple[int, str]]:
     >>> numbers_in("```\\n0.5\\n```\\n[a](x/0.5.md) 0.5B and 1,498.25 tok/s")
     [(4, '1498.25')]
     """
-    for pattern in (_FENCE, _CODE, _LINK):
-        text = pattern.sub(_blank, text)
+    text = _prose(text)
     return [(text.count("\n", 0, m.start()) + 1, signed(m.group(0)))
             for m in _NUMBER.finditer(text)]
 
 
 _REGION = re.compile(r"<!--\s*test:\s*([\w.-]+)\s*-->(.*?)<!--\s*/test\s*-->", re.S)
+_VERDICT = re.compile(r"<!--\s*verdict:\s*([\w.-]+)\s+(.*?)\s*-->(.*?)<!--\s*/verdict\s*-->", re.S)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_COUNT = re.compile(r"(?<![\w.\-])(\d+) of (\d+)(?![\w.])")
+_TRIPLE = re.compile(r"([+\-−]?\d+(?:\.\d+)?%?)\s*\[([+\-−]?\d+(?:\.\d+)?%?),\s*"
+                     r"([+\-−]?\d+(?:\.\d+)?%?)\]")
+ANCHOR = 24  # characters of a quote's line before it that tie it to its place
+
+
+def _prose(text: str) -> str:
+    """``text`` with code, links and URLs blanked (newlines kept)."""
+    for pattern in (_FENCE, _CODE, _LINK, _COMMENT):
+        text = pattern.sub(_blank, text)
+    return text
+
+
+def anchor(line_text: str, start: int) -> str:
+    """The place of a quote: up to ``ANCHOR`` characters of its line before it, whitespace
+    collapsed.
+
+    >>> anchor("| TPE, 12 of 16 trials | −0.0150 [", 25)
+    '| TPE, 12 of 16 trials |'
+    """
+    return " ".join(line_text[:start].split())[-ANCHOR:].strip()
+
+
+def quotes_in(text: str, counted: set[int] = frozenset()) -> list[tuple[int, str, str]]:
+    """``(line, number, anchor)`` of every number of markdown ``text`` (``numbers_in``), and on
+    the lines in ``counted`` (a result's lines) every count ``N of M`` too, in order.
+
+    >>> [q[:2] for q in quotes_in("learned on 3 of 4 runs, +0.027 [+0.001, +0.052]", {1})]
+    [(1, '3 of 4'), (1, '+0.027'), (1, '+0.001'), (1, '+0.052')]
+    >>> quotes_in("learned on 3 of 4 runs, +0.027")[0]
+    (1, '+0.027', 'learned on 3 of 4 runs,')
+    """
+    text = _prose(text)
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    found = [(m.start(), signed(m.group(0))) for m in _NUMBER.finditer(text)]
+    found += [(m.start(), f"{m.group(1)} of {m.group(2)}") for m in _COUNT.finditer(text)
+              if text.count("\n", 0, m.start()) + 1 in counted]
+    out = []
+    for start, number in sorted(found):
+        line = text.count("\n", 0, start) + 1
+        out.append((line, number, anchor(text[starts[line - 1]:], start - starts[line - 1])))
+    return out
+
+
+def disordered(text: str) -> list[tuple[int, str]]:
+    """``(line, interval)`` of every ``point [low, high]`` of ``text`` whose ends are out of
+    order (``low <= point <= high`` fails): an interval is one ordered triple.
+
+    >>> disordered("ok +0.294 [+0.223, +0.364]; bad +0.364 [+0.223, +0.294]")
+    [(1, '+0.364 [+0.223, +0.294]')]
+    """
+    text, out = _prose(text), []
+    for m in _TRIPLE.finditer(text):
+        point, low, high = (_decimal(signed(g).rstrip("%")) for g in m.groups())
+        if None in (point, low, high) or not low <= point <= high:
+            out.append((text.count("\n", 0, m.start()) + 1, m.group(0)))
+    return out
 
 
 def labels(text: str, claims: set[str]) -> dict[int, str]:
@@ -134,7 +235,7 @@ def labels(text: str, claims: set[str]) -> dict[int, str]:
             if name in claims:
                 out[number] = name
                 break
-    for match in _REGION.finditer(text):
+    for match in [*_REGION.finditer(text), *_VERDICT.finditer(text)]:
         if match.group(1) in claims:
             first = text.count("\n", 0, match.start()) + 1
             for number in range(first, first + match.group(0).count("\n") + 1):
@@ -162,6 +263,11 @@ def matches(quoted: str, source_numbers: set[str]) -> bool:
     >>> matches("+0.055", {"-0.055"}), matches("0.055", {"-0.055"}), matches("-26%", {"26"})
     (False, True, True)
     """
+    count = _COUNT.fullmatch(quoted)
+    if count:  # "N of M": both whole numbers in the source, N <= M
+        whole = {n.lstrip("+-−").replace(",", "") for n in source_numbers}
+        return int(count.group(1)) <= int(count.group(2)) and {
+            count.group(1), count.group(2)} <= whole
     quoted = signed(quoted)
     sign = quoted[0] if quoted[0] in "+-" else ""
     percent = quoted.endswith("%")
@@ -200,6 +306,7 @@ class Claim:
     commit: str
     claim: str = ""  # the declared claim a test entry's numbers come from
     line: int = 0  # its line in the registry
+    quotes: tuple[tuple[str, str, str], ...] = ()  # (file, anchor, number): each quote's place
 
 
 def sections(results: str) -> dict[str, tuple[str, str]]:
@@ -270,6 +377,7 @@ def load_claims(root: Path = REPO) -> list[Claim]:
             numbers = tuple(signed(str(n)) for n in raw["numbers"])
             split, what = raw["split"], raw["what"]
             sources = [tuple(item) for item in raw.get("sources", [])]
+            places = tuple((f, a, signed(str(n))) for f, a, n in raw.get("quotes", []))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{where}: {error!r}; see benchmarks/claims_table.py") from error
         if split not in SPLITS and not split.startswith(NOT_A_CLAIM):
@@ -278,6 +386,10 @@ def load_claims(root: Path = REPO) -> list[Claim]:
         if not sources and split != "unsourced" and not split.startswith(NOT_A_CLAIM):
             raise ValueError(f"{where}: a {split} claim needs its sources")
         claim = raw.get("claim", "")
+        stray = [q for q in places if q[0] not in files or q[2] not in numbers]
+        if stray:
+            raise ValueError(f"{where}: quotes {stray} name a file or number the entry does not "
+                             "list")
         if split == "test" and claim not in names:
             raise ValueError(f"{where}: a test entry names its declared claim (\"claim\": one "
                              f"of {sorted(names)}), not {claim!r}")
@@ -295,14 +407,14 @@ def load_claims(root: Path = REPO) -> list[Claim]:
                 command = command or _command(text)
                 date = date or section_date
                 commit = commit or (found.group(0) if found else "")
-            available |= set(_SOURCE_NUMBER.findall(text))
+            available |= source_numbers(text, json_file=source.endswith((".json", ".jsonl")))
         wrong = [n for n in numbers if sources and not matches(n, available)]
         if wrong:
             raise ValueError(f"{where}: {wrong} not found in its sources (as written or "
                              "rounded, with its sign)")
         names_ = tuple(f"{src} § {t[0]}" if t and t[0] else src for src, *t in sources)
         claims.append(Claim(files, numbers, split, what, names_, command, date, commit, claim,
-                            number))
+                            number, places))
     return claims
 
 
@@ -313,45 +425,52 @@ def pages(root: Path = REPO) -> list[Path]:
     return [root / "README.md", *docs, *sorted((root / "examples").glob("*/README.md"))]
 
 
-def quoted(root: Path = REPO) -> list[tuple[str, int, str, str]]:
-    """``(file, line, number, claim)`` of every number the pages quote; ``claim`` is the
-    declared claim that labels its line, or ``""``."""
+def quoted(root: Path = REPO) -> list[tuple[str, int, str, str, str]]:
+    """``(file, line, number, claim, anchor)`` of every number the pages quote (and every
+    ``N of M`` count on a test-labelled line); ``claim`` is the declared claim that labels its
+    line, or ``""``; ``anchor`` ties the quote to its place (``anchor``)."""
     names = set(declared(root))
     out = []
     for path in pages(root):
         text = path.read_text(encoding="utf-8")
         marks = labels(text, names)
-        out += [(str(path.relative_to(root)), line, number, marks.get(line, ""))
-                for line, number in numbers_in(text)]
+        out += [(str(path.relative_to(root)), line, number, marks.get(line, ""), place)
+                for line, number, place in quotes_in(text, set(marks))]
     return out
 
 
 def _accepts(claim: Claim, label: str) -> bool:
     """Whether ``claim`` may be the source of a number quoted under ``label``."""
-    if claim.split.startswith(NOT_A_CLAIM):
-        return True
-    if label:
+    if label:  # a result's line: "not a claim" is refused there
+
         return claim.split == "test" and claim.claim == label
     return claim.split != "test"
 
 
-def check_places(claims: list[Claim], root: Path = REPO) -> tuple[list[str], set]:
-    """Tie each quoted number to its entries; the failures and the ``(entry line, number)``
-    pairs some place quotes.
+def check_places(claims: list[Claim], root: Path = REPO) -> tuple[list[str], set, dict]:
+    """Tie each quoted number to its entry and place; the failures, the ``(entry line,
+    number)`` pairs some place quotes and, per entry line, the registered quotes no place holds.
 
     A failure is a quoted number no entry of its file lists; a test-labelled one whose entries
-    are not that claim's (a dev entry holding the same digits does not count); a number of a
-    test entry quoted without its claim's label.
+    are not that claim's (a dev or "not a claim" entry holding the same digits does not count);
+    a number of a test entry quoted without its claim's label; a quote whose entry does not
+    list it at its place (``file``, ``anchor``), so changing one of two quotes of the same
+    number fails; a registered quote its place no longer holds; an interval out of order.
     """
     failures, used = [], set()
-    for file, line, number, label in quoted(root):
+    left = {c.line: list(c.quotes) for c in claims}
+    loose = []
+    for file, line, number, label, place in quoted(root):
         listing = [c for c in claims if file in c.files and number in c.numbers]
         taking = [c for c in listing if _accepts(c, label)]
-        used |= {(c.line, number) for c in taking}
-        if taking:
-            continue
+        placed = next((c for c in taking if (file, place, number) in left[c.line]), None)
         where = f"{file}:{line}: {number}"
-        if not listing:
+        if placed:
+            left[placed.line].remove((file, place, number))
+            used.add((placed.line, number))
+        elif taking:
+            loose.append((where, file, place, number, taking))
+        elif not listing:
             failures.append(f"{where} has no source: no entry of {REGISTRY} naming {file} lists "
                             "it (as written, sign included)")
         elif label:
@@ -363,7 +482,20 @@ def check_places(claims: list[Claim], root: Path = REPO) -> tuple[list[str], set
             failures.append(f"{where} comes from test claim {names} but its line is not labelled"
                             f": link results.md#{names.split(',')[0]} on it or wrap it in "
                             f"<!-- test: {names.split(',')[0]} --> ... <!-- /test -->")
-    return failures, used
+    for where, file, place, _, taking in loose:
+        failures.append(f"{where} is not tied to its place: no entry lists it after "
+                        f"'{place}' (entries {', '.join(str(c.line) for c in taking)} list it "
+                        f"elsewhere in {file}); if only the words around it changed, run "
+                        f"--tie {file}")
+    by_line = {c.line: c for c in claims}
+    failures += [f"{REGISTRY}:{n}: {q[2]} registered in {q[0]} after '{q[1]}' is not quoted "
+                 f"there ({by_line[n].what}): quote it, or run --prune"
+                 for n, rest in left.items() for q in rest]
+    for path in pages(root):
+        failures += [f"{path.relative_to(root)}:{line}: {triple} is not an interval: its low "
+                     "end, point and high end must be in order (point [low, high])"
+                     for line, triple in disordered(path.read_text(encoding="utf-8"))]
+    return failures, used, left
 
 
 def unquoted(claims: list[Claim], used: set) -> list[tuple[Claim, str]]:
@@ -372,12 +504,160 @@ def unquoted(claims: list[Claim], used: set) -> list[tuple[Claim, str]]:
 
 
 def missing(claims: list[Claim], root: Path = REPO) -> list[str]:
-    """Every failure of the places check, both ways: a quoted number without its source and
-    label, and a registered number nothing quotes."""
-    failures, used = check_places(claims, root)
-    return failures + [f"{REGISTRY}:{c.line}: {n} ({c.what}) is quoted by none of "
-                       f"{', '.join(c.files)}: run --prune, or quote it"
-                       for c, n in unquoted(claims, used)]
+    """Every failure of the places check, both ways (a quoted number without its source,
+    label and place; a registered number nothing quotes), of the verdict regions and of the
+    outcome prose."""
+    failures, used, _ = check_places(claims, root)
+    failures += [f"{REGISTRY}:{c.line}: {n} ({c.what}) is quoted by none of "
+                 f"{', '.join(c.files)}: run --prune, or quote it"
+                 for c, n in unquoted(claims, used) if not any(q[2] == n for q in c.quotes)]
+    return failures + check_verdicts(root) + check_outcomes(root)
+
+
+# The pages whose result sentences are headlines: their test-labelled lines say a verdict only
+# inside a verdict region, and mark a re-look as one.
+HEADLINES = ("README.md", "docs/evolve.md")
+_VERDICT_WORDS = re.compile(r"\b(ahead|behind|level|caught up|catch(?:es)? up|non-inferior|"
+                            r"beat|beats|lead|leads|trail|trails|outperform\w*|learned on)\b")
+
+
+def declaration(name: str, root: Path = REPO) -> dict:
+    """What a claim's declaration says of its test data: ``{"commit", "time", "question",
+    "test_files": {path: sha256}}``. A declaration names its question on a ``Question:`` line
+    and each test file as ``- `path` sha256 `hex` `` (the hash checked against the file at
+    the declaration's commit); an attempt declared before that form gives ``question`` and
+    ``test_files`` (paths, hashed at its commit) in ``outcomes.jsonl``.
+
+    Raises:
+        ValueError: a named hash that is not the file's at the declaration commit.
+    """
+    note, md = outcomes(root).get(name, {}), root / CLAIMS_DIR / f"{name}.md"
+    text = md.read_text(encoding="utf-8") if md.is_file() else ""
+    commit, _, time = added(md.relative_to(root), root) if text else (
+        note.get("declared_commit", ""), "", committed_at(note.get("declared_commit", ""), root))
+    found = re.search(r"^Question: (.+)$", text, re.M)
+    named = dict(re.findall(r"^- `([^`]+)` sha256 `([0-9a-f]{64})`", text, re.M))
+    files = named or {p: sha256_at(commit, p, root) if commit else ""
+                      for p in note.get("test_files", [])}
+    for path, digest in named.items():
+        at = sha256_at(commit, path, root) if commit else ""
+        if at and at != digest:
+            raise ValueError(f"{md.relative_to(root)} names {path} by sha256 {digest[:12]}…, "
+                             f"but at its commit {commit} the file hashes {at[:12]}…")
+    return {"commit": commit, "time": time, "test_files": files,
+            "question": found.group(1).strip() if found else note.get("question", "")}
+
+
+def relooks(root: Path = REPO) -> dict[str, list[str]]:
+    """Claim → the earlier declared claims that asked its question on the same test files
+    (by hash): a non-empty list makes it a re-look, never a headline. Claims without test
+    files named are nobody's re-look."""
+    seen: dict[tuple, list[str]] = {}
+    out = {}
+    rows = [(declaration(n, root), n) for n in declared(root)]
+    for info, name in sorted(rows, key=lambda r: (r[0]["time"] or "9", r[1])):
+        files = info["test_files"]
+        if not files or not info["question"] or not all(files.values()):
+            out[name] = []
+            continue
+        key = (info["question"], tuple(sorted(files.items())))
+        out[name] = list(seen.get(key, []))
+        seen.setdefault(key, []).append(name)
+    return out
+
+
+def _region_args(args: str) -> tuple[str, dict]:
+    path, *rest = shlex.split(args)
+    options = dict(item.split("=", 1) for item in rest)
+    return path, options
+
+
+def verdict_text(claim: str, args: str, root: Path = REPO, looks: dict | None = None) -> str:
+    """What the region ``<!-- verdict: <claim> <path> [a=.. b=.. digits=.. margin=.. over=..]
+    -->`` holds: ``verdicts.phrase`` of the value at ``path`` of the claim's result lines, and
+    "re-look k" when the claim is one (``relooks``)."""
+    path, options = _region_args(args)
+    lines = [json.loads(x) for x in (root / CLAIMS_DIR / f"{claim}.jsonl").read_text(
+        encoding="utf-8").splitlines() if x.strip()]
+    margin = options.get("margin")
+    text = verdicts.phrase(verdicts.resolve(lines, path), options.get("a", "A"),
+                           options.get("b", "B"), int(options.get("digits", 3)),
+                           float(margin) if margin else None,
+                           f" {options['over']}" if options.get("over") else "",
+                           options.get("unit", "runs"))
+    earlier = (looks if looks is not None else relooks(root)).get(claim, [])
+    if earlier:
+        text += f"; a re-look, claim {len(earlier) + 1} on this question and test file"
+    return text
+
+
+def render_verdicts(text: str, root: Path = REPO, looks: dict | None = None) -> str:
+    """``text`` with every verdict region's words rendered from its line."""
+    looks = looks if looks is not None else relooks(root)
+    return _VERDICT.sub(lambda m: m.group(0).replace(
+        m.group(3), verdict_text(m.group(1), m.group(2), root, looks)) if m.group(3) else
+        m.group(0)[:m.group(0).index("-->") + 3] + verdict_text(m.group(1), m.group(2), root,
+                                                                 looks) + "<!-- /verdict -->",
+        text)
+
+
+def check_verdicts(root: Path = REPO) -> list[str]:
+    """A verdict region whose words are not its line's (``verdicts``: one rule); on a headline
+    page (``HEADLINES``), a verdict word on a test-labelled line outside a region, and a
+    re-look's line that does not say "re-look"."""
+    names, looks, failures = set(declared(root)), relooks(root), []
+    for path in pages(root):
+        file, text = str(path.relative_to(root)), path.read_text(encoding="utf-8")
+        for m in _VERDICT.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            try:
+                want = verdict_text(m.group(1), m.group(2), root, looks)
+            except (ValueError, OSError, KeyError, IndexError) as error:
+                failures.append(f"{file}:{line}: verdict region {m.group(1)}: {error}")
+                continue
+            if " ".join(m.group(3).split()) != want:
+                failures.append(f"{file}:{line}: the verdict region of {m.group(1)} says "
+                                f"'{' '.join(m.group(3).split())}' where its line gives "
+                                f"'{want}': run --write")
+        if file not in HEADLINES:
+            continue
+        outside = _prose(_VERDICT.sub(_blank, text)).splitlines()
+        for line, claim in labels(text, names).items():
+            word = _VERDICT_WORDS.search(outside[line - 1])
+            if word:
+                failures.append(f"{file}:{line}: '{word.group(0)}' on a result line of {claim} "
+                                "outside a verdict region: say it with <!-- verdict: "
+                                f"{claim} PATH a=.. b=.. --><!-- /verdict --> (one rule, "
+                                "benchmarks/verdicts.py)")
+            if looks.get(claim) and "re-look" not in text.splitlines()[line - 1]:
+                failures.append(f"{file}:{line}: {claim} is a re-look (after "
+                                f"{', '.join(looks[claim])}) and its line does not say so")
+    return failures
+
+
+def check_outcomes(root: Path = REPO) -> list[str]:
+    """The outcome prose of ``outcomes.jsonl`` against its claim: every number of ``shows`` and
+    ``does_not_show`` is one of the claim's result line or declaration (as written or rounded,
+    with its sign) or of a claim the prose names, and every interval is in order."""
+    failures, names = [], set(declared(root))
+    for name, row in outcomes(root).items():
+        lines, md = root / CLAIMS_DIR / f"{name}.jsonl", root / CLAIMS_DIR / f"{name}.md"
+        if not lines.is_file():
+            continue
+        held = source_numbers(lines.read_text(encoding="utf-8"), json_file=True)
+        held |= source_numbers(md.read_text(encoding="utf-8")) if md.is_file() else set()
+        for field in ("shows", "does_not_show"):
+            prose = row.get(field, "")
+            for other in names & set(re.findall(r"[\w.-]+", prose)):  # a claim it names
+                path = root / CLAIMS_DIR / f"{other}.jsonl"
+                if path.is_file():
+                    held |= source_numbers(path.read_text(encoding="utf-8"), json_file=True)
+            wrong = [n for _, n, _ in quotes_in(prose) if not matches(n, held)]
+            wrong += [t for _, t in disordered(prose)]
+            if wrong:
+                failures.append(f"{OUTCOMES}: {name} {field}: {wrong} are not its result "
+                                f"line's numbers (benchmarks/claims/{name}.jsonl, with sign)")
+    return failures
 
 
 def how_to_add(missed: list[str]) -> str:
@@ -414,7 +694,7 @@ def _test_summary(claims: list[Claim], root: Path) -> str:
 def render(claims: list[Claim], root: Path = REPO) -> str:
     """CLAIMS.md: one row per claim and the files that quote its numbers (no line numbers: an
     edit elsewhere in a page must not make the table stale)."""
-    _, used = check_places(claims, root)
+    _, used, _ = check_places(claims, root)
     head = [
         "# Claims: every number README.md, docs/*.md and examples/*/README.md quote", "",
         "Generated by `python benchmarks/claims_table.py --write` from "
@@ -454,7 +734,7 @@ def suggest(file: str, claims: list[Claim], root: Path = REPO) -> str:
     results = sections((root / RESULTS).read_text(encoding="utf-8"))
     found = {title: set(_SOURCE_NUMBER.findall(text)) for title, (text, _) in results.items()}
     out = []
-    for path, line, number, label in quoted(root):
+    for path, line, number, label, _ in quoted(root):
         if path != file or any(path in c.files and number in c.numbers and _accepts(c, label)
                                for c in claims):
             continue
@@ -478,18 +758,24 @@ def add_entry(file: str, split: str, what: str, sources: list[list[str]],
             registry is left as it was.
     """
     claims = load_claims(root)
-    if numbers is None:
-        wanted = sorted({n for f, _, n, label in quoted(root) if f == file
-                         and label == (claim if split == "test" else "")
-                         and not any(f in c.files and n in c.numbers and _accepts(c, label)
-                                     for c in claims)})
-    else:
-        wanted = sorted({signed(n) for n in numbers})
+    label = claim if split == "test" else ""
+    left = {c.line: list(c.quotes) for c in claims}
+    places = []  # the file's quotes no entry holds at their place, under this label
+    for f, _, n, mark, place in quoted(root):
+        hit = next((c for c in claims if (f, place, n) in left[c.line] and _accepts(c, mark)),
+                   None)
+        if hit:
+            left[hit.line].remove((f, place, n))
+        elif f == file and mark == label:
+            places.append([f, place, n])
+    wanted = sorted({q[2] for q in places} if numbers is None else
+                    {signed(n) for n in numbers})
     if not wanted:
         raise ValueError(f"{file} has no number missing from {TABLE}")
     line = {"files": [file], "numbers": wanted, "split": split,
             **({"claim": claim} if claim else {}), "what": what,
-            **({"sources": sources} if sources else {})}
+            **({"sources": sources} if sources else {}),
+            "quotes": [q for q in places if q[2] in wanted]}
     path = root / REGISTRY
     before = path.read_text(encoding="utf-8")
     path.write_text(before + json.dumps(line, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -501,10 +787,47 @@ def add_entry(file: str, split: str, what: str, sources: list[list[str]],
     return line
 
 
+def tie(file: str, root: Path = REPO) -> int:
+    """Re-tie ``file``'s quotes whose words around them changed: each quote no entry lists at
+    its place takes over a registered quote of the same number, file and accepting entry that
+    its place no longer holds. A changed number is never re-tied (its entry must list it);
+    how many were re-tied."""
+    claims = load_claims(root)
+    left = {c.line: list(c.quotes) for c in claims}
+    loose = []
+    for f, _, number, label, place in quoted(root):
+        taking = [c for c in claims if f in c.files and number in c.numbers
+                  and _accepts(c, label)]
+        hit = next((c for c in taking if (f, place, number) in left[c.line]), None)
+        if hit:
+            left[hit.line].remove((f, place, number))
+        elif f == file:
+            loose.append((number, place, taking))
+    moves = {}  # registry line -> [(old quote, new quote)]
+    for number, place, taking in loose:
+        for c in taking:
+            stale = next((q for q in left[c.line] if q[0] == file and q[2] == number), None)
+            if stale:
+                left[c.line].remove(stale)
+                moves.setdefault(c.line, []).append((list(stale), [file, place, number]))
+                break
+    path, rows = root / REGISTRY, []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        for old, new in moves.get(number, []):
+            quotes = [[f, a, signed(str(n))] for f, a, n in raw["quotes"]]
+            raw["quotes"][quotes.index(old)] = new
+        rows.append(raw)
+    _write_registry(path, rows)
+    return sum(len(v) for v in moves.values())
+
+
 def prune(root: Path = REPO) -> int:
     """Drop every registered number no page quotes now (and entries left empty); how many."""
     claims = load_claims(root)
-    _, used = check_places(claims, root)
+    _, used, left = check_places(claims, root)
     path = root / REGISTRY
     rows, dropped = [], 0
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -513,8 +836,11 @@ def prune(root: Path = REPO) -> int:
         raw = json.loads(line)
         kept = [n for n in raw["numbers"] if (number, signed(str(n))) in used]
         dropped += len(raw["numbers"]) - len(kept)
+        quotes = [q for q in raw.get("quotes", [])]
+        for stale in left.get(number, []):
+            quotes.remove(next(q for q in quotes if (q[0], q[1], signed(str(q[2]))) == stale))
         if kept:
-            rows.append({**raw, "numbers": kept})
+            rows.append({**raw, "numbers": kept, **({"quotes": quotes} if quotes else {})})
     _write_registry(path, rows)
     return dropped
 
@@ -527,6 +853,7 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--prune", action="store_true", help="drop numbers nothing quotes")
     group.add_argument("--suggest", metavar="FILE", help="notebook sections per missing one")
     group.add_argument("--add", metavar="FILE", help="register FILE's missing numbers")
+    group.add_argument("--tie", metavar="FILE", help="re-tie FILE's quotes whose words moved")
     parser.add_argument("--split", help=f"with --add: one of {SPLITS} or '{NOT_A_CLAIM}<why>'")
     parser.add_argument("--claim", default="", help="with --add --split test: the claim's name")
     parser.add_argument("--what", default="", help="with --add: what the numbers are")
@@ -547,6 +874,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"added {json.dumps(line, ensure_ascii=False)}; now run --write", file=sys.stderr)
         return 0
     try:
+        if args.tie:
+            print(f"re-tied {tie(args.tie)} quotes of {args.tie}; now run --write",
+                  file=sys.stderr)
+            return 0
         if args.prune:
             print(f"dropped {prune()} numbers nothing quotes; now run --write", file=sys.stderr)
             return 0
@@ -557,6 +888,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.suggest:
         print(suggest(args.suggest, claims))
         return 0
+    if args.write:
+        looks = relooks()
+        for path in pages():
+            text = path.read_text(encoding="utf-8")
+            rendered = render_verdicts(text, REPO, looks) if _VERDICT.search(text) else text
+            if rendered != text:
+                path.write_text(rendered, encoding="utf-8")
+                print(f"rendered the verdict regions of {path.relative_to(REPO)}",
+                      file=sys.stderr)
     missed = missing(claims)
     if args.write:
         path = REPO / TABLE

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from learning_curve_seeds import summarize, tasks_interval  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from provenance import stamp  # noqa: E402
 from splits import LEARNING_CURVE, SPLITS  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_path  # noqa: E402
@@ -274,6 +275,8 @@ def shown(path: Path) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # where the runs ran (the commit, a clean tree, the scored files' hashes), taken before them
+    origin = stamp([SUITE[name].eval_file(args.split) for name in args.tasks], ROOT)
     tasks = {}
     for name in args.tasks:
         reports = run_task(args, name)
@@ -290,7 +293,7 @@ def main(argv=None) -> int:
         return 0
     settings = {key: (shown(value) if isinstance(value, Path) else value)
                 for key, value in vars(args).items() if key != "tasks"}
-    print(json.dumps({"benchmark": "learning_suite", **settings, "tasks": tasks}))
+    print(json.dumps({"benchmark": "learning_suite", **settings, **origin, "tasks": tasks}))
     return 0
 
 

@@ -131,7 +131,7 @@ PRESETS = {name: preset for name, preset in _PRESETS.items()
 # Modules in benchmarks/ that are libraries or tools, not benchmarks.
 NOT_BENCHMARKS = frozenset({"paired.py", "model_shapes.py", "splits.py", "presets.py",
                             "bench_all.py", "claims_table.py", "results_page.py",
-                            "vllm_cpu.py", "trl_grpo.py"})
+                            "verdicts.py", "provenance.py", "vllm_cpu.py", "trl_grpo.py"})
 
 
 def expand(args: tuple[str, ...], **values: str) -> list[str]:

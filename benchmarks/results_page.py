@@ -18,37 +18,26 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.claims_table import CLAIMS_DIR, OUTCOMES, REPO, RESULTS, declared, outcomes
+from benchmarks.claims_table import (  # noqa: E402
+    CLAIMS_DIR,
+    OUTCOMES,
+    REPO,
+    RESULTS,
+    declaration,
+    declared,
+    outcomes,
+    relooks,
+)
+from benchmarks.provenance import is_ancestor, line_commits  # noqa: E402
 
 PAGE = Path("docs/results.md")
 OUTCOME_ORDER = ("met", "partly met", "not met", "no result yet")
-
-
-def _added(path: Path, root: Path) -> tuple[str, str]:
-    """(short commit, date) of the commit that added ``path``; empty outside a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "log", "--diff-filter=A", "--format=%h %ad", "--date=short", "--", str(path)],
-            cwd=root, capture_output=True, text=True, check=False).stdout.split()
-    except OSError:
-        return "", ""
-    return (out[-2], out[-1]) if len(out) >= 2 else ("", "")
-
-
-def _date(commit: str, root: Path) -> str:
-    """The date of ``commit``; empty outside a git checkout."""
-    try:
-        return subprocess.run(["git", "show", "-s", "--format=%ad", "--date=short", commit],
-                              cwd=root, capture_output=True, text=True, check=False).stdout.strip()
-    except OSError:
-        return ""
 
 
 def _ci(values: list[float], sign: str = "+") -> str:
@@ -117,39 +106,78 @@ def _command(text: str) -> str:
 
 def attempts(root: Path = REPO) -> list[dict]:
     """Every declared attempt, in declaration order, with its numbers and outcome."""
-    notes, rows = outcomes(root), []
+    notes, rows, looks = outcomes(root), [], relooks(root)
     for name in declared(root):
         note = notes.get(name, {})
         md = root / CLAIMS_DIR / f"{name}.md"
         results = root / CLAIMS_DIR / f"{name}.jsonl"
+        info = declaration(name, root)
+        commit, date = info["commit"], info["time"][:10]
         if md.is_file():
             text = md.read_text(encoding="utf-8")
             title = re.sub(r"^# (Claim: )?", "", text.splitlines()[0])
-            commit, date = _added(md.relative_to(root), root)
             where, command = f"benchmarks/claims/{name}.md", _command(text)
         else:
-            title, commit = note.get("title", name), note.get("declared_commit", "")
-            date = _date(commit, root)
+            title = note.get("title", name)
             where, command = note["declared_in"], note.get("command", "")
         lines = ([json.loads(x) for x in results.read_text(encoding="utf-8").splitlines()
                   if x.strip()] if results.is_file() else [])
         numbers = [cell for line in lines for cell in summarize(line)] + note.get("numbers", [])
-        result_commit = ", ".join(sorted({x["commit"] for x in lines if "commit" in x}))
-        if lines and not result_commit:
-            result_commit = " ".join(_added(results.relative_to(root), root))
+        ran = result_commits(lines, results, root)
         if note.get("result"):
-            result_commit = f"{RESULTS} § {note['result'][0]}"
+            ran = [note.get("result_commit", "")] if note.get("result_commit") else []
         rows.append({"name": name, "title": title, "declared": where, "commit": commit,
                      "date": date, "command": command, "numbers": numbers,
-                     "result": result_commit,
+                     "result": ran, "order": order(commit, ran, root) if ran or not note.get(
+                         "result") else "not computable (a notebook section, no result commit)",
+                     "notebook": f"{RESULTS} § {note['result'][0]}" if note.get("result") else "",
+                     "test_files": info["test_files"], "relook": looks.get(name, []),
                      "outcome": note.get("outcome", "no result yet" if not numbers else "?"),
                      "shows": note.get("shows", ""),
                      "does_not_show": note.get("does_not_show", "")})
     return sorted(rows, key=lambda r: (r["date"] or "9999", r["commit"], r["name"]))
 
 
+def result_commits(lines: list[dict], path: Path, root: Path) -> list[str]:
+    """The commit of each result line: the commit it ran at (its own ``commit`` field, written
+    ``@<commit>``), else the commit that added it (``git blame``); ``""``: not committed."""
+    added = line_commits(path.relative_to(root), root) if lines else []
+    return [f"@{str(line['commit'])[:7]}" if line.get("commit") else
+            (added[i] if i < len(added) else "") for i, line in enumerate(lines)]
+
+
+def order(declared_at: str, ran: list[str], root: Path) -> str:
+    """Whether the declaration preceded every result, from git ancestry: each result commit
+    descends from the declaration commit; one that added the line must also differ from it (a
+    run at the declaration's own tree, ``@<commit>``, may equal it)."""
+    if not ran:
+        return "no result yet"
+    if not declared_at or not all(ran):
+        return "not computable (a commit is missing)"
+    late = [c for c in ran if (c == declared_at and not c.startswith("@"))
+            or is_ancestor(declared_at, c.lstrip("@"), root) is False]
+    unknown = [c for c in ran if is_ancestor(declared_at, c.lstrip("@"), root) is None]
+    if late:
+        return (f"**FLAGGED**: result commit {', '.join(sorted(set(late)))} does not descend from "
+                f"the declaration {declared_at}")
+    if unknown:
+        return "not computable (git cannot tell)"
+    return f"declared before it ran (git: {declared_at} is an ancestor of each result commit)"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def _files(files: dict) -> str:
+    return "<br>".join(f"`{p}` sha256 {h[:12]}…" for p, h in files.items()) or (
+        "not named by file (seeded data; see the declaration)")
+
+
+def _relook(row: dict) -> str:
+    if not row["relook"]:
+        return ""
+    return f"yes, claim {len(row['relook']) + 1} (after {', '.join(row['relook'])})"
 
 
 def render(root: Path = REPO) -> str:
@@ -159,23 +187,33 @@ def render(root: Path = REPO) -> str:
     head = [
         "# Results: every declared claim", "",
         "Generated by `python benchmarks/results_page.py --write` from the declarations in "
-        "`benchmarks/claims/` (each committed before its run), their result lines and "
-        f"`{OUTCOMES}`; do not edit. Every number here is a result line's own.", "",
+        "`benchmarks/claims/`, their result lines and "
+        f"`{OUTCOMES}`; do not edit. The numbers are the result lines' own; the outcome prose "
+        "is checked against them by `benchmarks/claims_table.py --check`. Commits are computed "
+        "from git: a result line's own `commit`, else the commit that added it; \"declared "
+        "before it ran\" means the declaration commit is an ancestor of every result commit.", "",
         f"**{len(rows)} declared attempts**: " + ", ".join(
             f"{n} {k}" for k, n in counts.items() if n) + ". Failed attempts stay listed: a "
         "claim is read with the attempts before it. The lab notebook with every run, dev ones "
         f"included: [{RESULTS.name}](../{RESULTS}). Every number the other pages quote, tied to "
         "its claim: [CLAIMS.md](../benchmarks/CLAIMS.md).", "",
-        "| claim | outcome |", "|---|---|",
-        *[f"| [{_cell(r['title'])}](#{r['name']}) | {r['outcome']} |" for r in rows], ""]
+        "A re-look is a claim asking a question an earlier claim asked of the same test files "
+        "(by content hash): it is read with the claims before it and is never a headline.", "",
+        "| claim | outcome | re-look |", "|---|---|---|",
+        *[f"| [{_cell(r['title'])}](#{r['name']}) | {r['outcome']} | "
+          f"{_relook(r) or 'no'} |" for r in rows], ""]
     body = []
     for r in rows:
         body += [f'<a id="{r["name"]}"></a>', "", f"## {r['title']}", "",
                  "| | |", "|---|---|",
-                 f"| split | test (declared before it ran: `{r['declared']}`) |",
+                 f"| split | test (declaration: `{r['declared']}`) |",
                  f"| declared | {r['commit']} {r['date']} |".rstrip(),
+                 f"| result commits | {', '.join(r['result']) or 'none'} |",
+                 f"| order | {r['order']} |",
+                 *([f"| notebook | {_cell(r['notebook'])} |"] if r["notebook"] else []),
+                 f"| test files | {_files(r['test_files'])} |",
+                 f"| re-look | {_relook(r) or 'no'} |",
                  "| command | below |" if r["command"] else "| command | (not recorded) |",
-                 f"| result | {_cell(r['result'])} |",
                  f"| numbers | {'<br>'.join(_cell(n) for n in r['numbers']) or 'none yet'} |",
                  f"| outcome | **{r['outcome']}** |",
                  f"| shows | {_cell(r['shows'])} |",
