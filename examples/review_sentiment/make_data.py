@@ -1,6 +1,6 @@
 """Write the example's data: short reviews to label positive or negative, in one word.
 
-    python examples/review_sentiment/make_data.py      # train.jsonl, dev.jsonl, test.jsonl
+    python examples/review_sentiment/make_data.py      # train, dev, dev_former_test, test .jsonl
 
 Each row has a chat ``prompt`` and the ``label`` the reward compares with. The three files come
 from different seeds and share no review: dev is for choosing settings, test only for claimed
@@ -52,6 +52,8 @@ def write(path: Path, count: int, seed: int, taken: set) -> None:
 
 if __name__ == "__main__":
     here, taken = Path(__file__).parent, set()
-    write(here / "test.jsonl", 300, seed=2029, taken=taken)  # first: never shared with the others
+    # the first test file (seed 2029): claims were made on it, so it is dev data now
+    write(here / "dev_former_test.jsonl", 300, seed=2029, taken=taken)
     write(here / "dev.jsonl", 200, seed=10, taken=taken)
     write(here / "train.jsonl", 1000, seed=5, taken=taken)
+    write(here / "test.jsonl", 300, seed=2039, taken=taken)  # fresh: shares no row above

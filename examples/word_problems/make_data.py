@@ -1,6 +1,6 @@
 """Write the example's data: one-step word problems whose answer is a whole number.
 
-    python examples/word_problems/make_data.py      # train.jsonl, dev.jsonl, test.jsonl
+    python examples/word_problems/make_data.py      # train, dev, dev_former_test, test .jsonl
 
 Each row has a chat ``prompt`` and the ``answer`` the reward compares with. The three files
 come from different seeds and share no problem: dev is for choosing settings, test only for
@@ -59,6 +59,8 @@ def write(path: Path, count: int, seed: int, taken: set) -> None:
 
 if __name__ == "__main__":
     here, taken = Path(__file__).parent, set()
-    write(here / "test.jsonl", 300, seed=2027, taken=taken)  # first: never shared with the others
+    # the first test file (seed 2027): claims were made on it, so it is dev data now
+    write(here / "dev_former_test.jsonl", 300, seed=2027, taken=taken)
     write(here / "dev.jsonl", 200, seed=8, taken=taken)
     write(here / "train.jsonl", 1000, seed=3, taken=taken)
+    write(here / "test.jsonl", 300, seed=2037, taken=taken)  # fresh: shares no row above

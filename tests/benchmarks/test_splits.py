@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from benchmarks.provenance import sha256
 from benchmarks.splits import (
     DEV_SEEDS_USED,
     EVOLVE,
+    FORMER_TEST_FILES,
     LEARNING_CURVE,
+    SUITE_TEST_FILES,
     evolve_split,
 )
 from crsp_ops.crsp.tasks.edge import edge_math_tasks
@@ -60,3 +64,14 @@ def test_unknown_split_is_refused():
     assert evolve_split("test") is EVOLVE["test"]
     with pytest.raises(ValueError, match="dev"):
         evolve_split("holdout")
+
+
+def test_suite_test_files_are_the_recorded_ones_and_share_no_row_with_the_rest():
+    root = Path(__file__).resolve().parents[2]
+    for path, digest in {**SUITE_TEST_FILES, **FORMER_TEST_FILES}.items():
+        assert sha256(root / path) == digest, f"{path} is not the recorded file"
+    for path in SUITE_TEST_FILES:
+        folder = (root / path).parent
+        prompts = {line for line in (root / path).read_text().splitlines()}
+        for other in ("train.jsonl", "dev.jsonl", "dev_former_test.jsonl"):
+            assert not prompts & set((folder / other).read_text().splitlines()), other
