@@ -52,7 +52,7 @@ def test_trrpp_has_no_kl_term_and_whitens(tiny_model_dir, small_settings, tmp_pa
     trrpg = _trainer(tiny_model_dir, small_settings("train.algorithm=trrpg"), tmp_path / "a")
     trrpp = _trainer(tiny_model_dir, small_settings("train.algorithm=trrpp"), tmp_path / "b")
     assert trrpg.update_options.algorithm.use_kl and not trrpp.update_options.algorithm.use_kl
-    assert trrpp.update_options.algorithm.whiten_advantages
+    assert trrpp.update_options.algorithm.advantage_estimator == "task_relative_whitened"
     for trainer in (trrpg, trrpp):
         trainer.close()
 

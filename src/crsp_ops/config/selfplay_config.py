@@ -149,6 +149,8 @@ class TrainSettings:
     ratio_clip_high: float = bounded(0.0, 100.0)  # 0: ratio_clip
     loss_aggregation: str  # "token_mean" | "sequence_mean" | "constant_normalizer"
     loss_constant_normalizer: int  # 0: the largest max_new_tokens_*
+    importance_sampling_level: str  # "token" | "sequence" (GSPO; rl.trrpg)
+    top_entropy_quantile: float = bounded(0.0, 1.0, open_low=True)  # 1: every token
     mask_truncated: bool
     step_when_flat: bool
     flat_group_advantage: str  # "zero" | "step" (rl.advantages)

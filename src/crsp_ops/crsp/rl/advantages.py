@@ -23,6 +23,9 @@ rewards equal up to noise) the centred value is returned unscaled instead of div
 Standard deviations are the population ones (``unbiased=False``), defined for groups of two
 (TRL divides by the sample one plus 1e-4: a constant factor per group size).
 
+Two estimators are registered (``registry``): ``task_relative`` (centred) and
+``task_relative_whitened``; ``scale`` overrides either's own.
+
 Which samples share a baseline is ``train.advantage_baseline`` (:func:`baseline_group`):
 ``task_type`` (the seed's and AZR's task-relative baseline: every sample of one task type and
 role in the step) or ``task`` (a solve sample's baseline is the mean of its own task's samples,
@@ -36,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import torch
+
+from crsp_ops.crsp.rl.registry import register_adv_est
 
 SCALE_MODES = ("group", "batch", "none")  # train.scale_rewards (besides auto)
 FLAT_GROUP_MODES = ("zero", "step")  # train.flat_group_advantage
@@ -107,6 +112,28 @@ def _role_stats(rewards: torch.Tensor, roles: Sequence[Hashable]
                                     device=rewards.device)]
         stats[role] = (mine.mean(), mine.std(unbiased=False))
     return stats
+
+
+@register_adv_est("task_relative")
+def centred_advantages(rewards: torch.Tensor, groups: Sequence[Hashable],
+                       roles: Sequence[Hashable], *, eps: float, scale: str = "auto",
+                       flat: str = "zero") -> torch.Tensor:
+    """TR-RPG's estimator: ``task_relative_advantages``, in reward units when ``scale="auto"``.
+
+    Every registered estimator takes these arguments (``scale`` may be ``auto``, the
+    estimator's own) and returns advantages ``(B,)``.
+    """
+    scale = "none" if scale == "auto" else scale
+    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps, flat=flat)
+
+
+@register_adv_est("task_relative_whitened")
+def whitened_advantages(rewards: torch.Tensor, groups: Sequence[Hashable],
+                        roles: Sequence[Hashable], *, eps: float, scale: str = "auto",
+                        flat: str = "zero") -> torch.Tensor:
+    """TRR++'s (and GRPO's) estimator: divided by each group's std when ``scale="auto"``."""
+    scale = "group" if scale == "auto" else scale
+    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps, flat=flat)
 
 
 ADVANTAGE_BASELINES = ("task_type", "task")  # train.advantage_baseline

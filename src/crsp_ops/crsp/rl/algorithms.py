@@ -1,12 +1,14 @@
-"""Policy-gradient algorithms selectable by name: TR-RPG (CRSP) and TRR++ (Absolute Zero).
+"""Policy-gradient algorithms selectable by name, each a registered estimator and loss.
 
-Both share one loss (``trrpg.trrpg_loss``) and one advantage function; they differ in:
+An algorithm names an advantage estimator and a policy loss from ``registry`` and says whether
+TR-RPG's per-role KL applies (its beta; 0 otherwise):
 
-* ``trrpg``: centred task-relative advantages (reward units), per-role KL beta, ratio clipping
-  only if configured;
-* ``trr++``: whitened task-relative advantages, no KL (beta forced to 0), PPO ratio clipping
-  as configured (Absolute Zero uses 0.2). With beta 0 the TR-RPG objective reduces to
-  REINFORCE++'s importance-weighted (clipped) surrogate.
+* ``trrpg``: centred task-relative advantages (reward units), the TR-RPG loss, per-role KL;
+* ``trr++``: whitened task-relative advantages, the same loss without KL (Absolute Zero).
+  With beta 0 the TR-RPG objective reduces to REINFORCE++'s importance-weighted (clipped)
+  surrogate.
+
+A new loss is a function registered with ``registry.register_policy_loss`` and an entry here.
 """
 
 from __future__ import annotations
@@ -16,22 +18,28 @@ from dataclasses import dataclass
 
 import torch
 
-from crsp_ops.crsp.rl.advantages import task_relative_advantages
-from crsp_ops.crsp.rl.trrpg import RatioClip, role_betas, trrpg_loss
+import crsp_ops.crsp.rl.advantages  # noqa: F401  (its estimators register on import)
+from crsp_ops.crsp.rl.registry import get_adv_est, get_policy_loss
+from crsp_ops.crsp.rl.trrpg import RatioClip, role_betas, surrogate_loss
 
 
 @dataclass(frozen=True)
 class PolicyGradientAlgorithm:
-    """How advantages are normalised and whether the KL term applies."""
+    """An advantage estimator and a policy loss (registered names) and whether KL applies."""
 
     name: str
-    whiten_advantages: bool
-    use_kl: bool
+    advantage_estimator: str  # registry.ADVANTAGE_ESTIMATORS
+    loss: str  # registry.POLICY_LOSSES
+    use_kl: bool  # the per-role beta of TR-RPG's KL term; False: beta 0
+
+    def __post_init__(self) -> None:
+        get_adv_est(self.advantage_estimator)  # raises naming the registered choices
+        get_policy_loss(self.loss)
 
 
 ALGORITHMS = {
-    "trrpg": PolicyGradientAlgorithm("trrpg", whiten_advantages=False, use_kl=True),
-    "trr++": PolicyGradientAlgorithm("trr++", whiten_advantages=True, use_kl=False),
+    "trrpg": PolicyGradientAlgorithm("trrpg", "task_relative", "trrpg", use_kl=True),
+    "trr++": PolicyGradientAlgorithm("trr++", "task_relative_whitened", "trrpg", use_kl=False),
 }
 
 
@@ -52,12 +60,11 @@ def compute_advantages(algorithm: PolicyGradientAlgorithm, rewards: torch.Tensor
     """Advantages ``(B,)``, one baseline per (group, role), scaled as ``scale`` says.
 
     ``groups``: each sample's baseline group (``advantages.baseline_group``); ``scale``:
-    ``group``, ``batch``, ``none`` or ``auto``, the algorithm's own (TRR++ whitens per group);
+    ``group``, ``batch``, ``none`` or ``auto``, the estimator's own (TRR++ whitens per group);
     ``flat``: a flat group's baseline (``advantages.task_relative_advantages``).
     """
-    if scale == "auto":
-        scale = "group" if algorithm.whiten_advantages else "none"
-    return task_relative_advantages(rewards, groups, roles, scale=scale, eps=eps, flat=flat)
+    estimate = get_adv_est(algorithm.advantage_estimator)
+    return estimate(rewards, groups, roles, eps=eps, scale=scale, flat=flat)
 
 
 def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
@@ -65,8 +72,10 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
                 roles: Sequence[str], *, betas: Mapping[str, float], log_ratio_clamp: float,
                 ratio_clip: RatioClip, ref_kl: torch.Tensor | None = None,
                 ref_coef: float = 0.0, weights: torch.Tensor | None = None,
+                importance_sampling_level: str = "token",
+                token_mask: torch.Tensor | None = None,
                 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The algorithm's loss and metrics for one batch (see ``trrpg.trrpg_loss``).
+    """The algorithm's registered loss and its metrics for one batch (``trrpg.surrogate_loss``).
 
     Args:
         algorithm: from ``get_algorithm``.
@@ -78,9 +87,12 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
         betas: beta per role (ignored by algorithms without KL).
         log_ratio_clamp: clamp on the log importance ratio.
         ratio_clip: PPO ``ε``, ``(ε_low, ε_high)`` or ``None``.
-        ref_kl: ``(B, T)`` reference-KL estimate or ``None`` (``trrpg.trrpg_loss``).
-        ref_coef: its coefficient (both algorithms take it).
+        ref_kl: ``(B, T)`` reference-KL estimate or ``None`` (``trrpg.surrogate_loss``).
+        ref_coef: its coefficient (every algorithm takes it).
         weights: ``(B, T)`` per-token loss weights or ``None`` (token mean).
+        importance_sampling_level: ``token`` or ``sequence`` (GSPO).
+        token_mask: ``(B, T)`` tokens whose policy loss counts, ``None``: all
+            (``entropy_mask.high_entropy_mask``).
 
     Returns:
         ``(loss, metrics)``.
@@ -88,6 +100,9 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
     beta: torch.Tensor | float = 0.0
     if algorithm.use_kl:
         beta = role_betas(roles, betas, device=logp_new.device).to(logp_new.dtype)
-    return trrpg_loss(logp_new, logp_old, advantages, mask, beta=beta,
-                      log_ratio_clamp=log_ratio_clamp, ratio_clip=ratio_clip, ref_kl=ref_kl,
-                      ref_coef=ref_coef, weights=weights)
+    return surrogate_loss(logp_new, logp_old, advantages, mask, beta=beta,
+                          log_ratio_clamp=log_ratio_clamp, ratio_clip=ratio_clip,
+                          ref_kl=ref_kl, ref_coef=ref_coef, weights=weights,
+                          objective=algorithm.loss,
+                          importance_sampling_level=importance_sampling_level,
+                          token_mask=token_mask)

@@ -9,7 +9,7 @@ gather is differentiable, so the backward pass gives each prompt the sum of its 
 gradients: the same log-probs and gradient as the plain forward, up to float rounding.
 
 ``prefix_plan`` is pure host-side bookkeeping (which rows share what, where each answer
-lies); ``shared_prefix_logprobs`` runs the two forwards.
+lies); ``shared_prefix_scores`` runs the two forwards.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
+from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs, token_entropies
 from crsp_ops.inference.rollouts import TrainingBatch
 from crsp_ops.inference.shared_prefill import (
     base_model,
@@ -99,12 +99,14 @@ def group_plan(batch: TrainingBatch, keys: Sequence[Hashable], group: Sequence[i
                        batch.attention_mask[rows].sum(1).tolist())
 
 
-def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor,
-                           temperature: float) -> torch.Tensor | None:
+def shared_prefix_scores(model: Any, plan: PrefixPlan, input_ids: torch.Tensor,
+                         temperature: float, *, entropy: bool = False
+                         ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """``log π(input_ids[r, c] | ...)`` at every answer column ``c``, 0 elsewhere, ``(b, t)``.
 
-    Matches ``update.token_logprobs`` on the answer columns. ``None`` when the model gives no
-    cache to share (the caller then runs the plain forward).
+    Matches ``token_logprobs.token_scores`` on the answer columns, entropies included (when
+    ``entropy``; else ``None``). ``None`` when the model gives no cache to share (the caller
+    then runs the plain forward).
     """
     device = input_ids.device
     batch, width = input_ids.shape
@@ -122,5 +124,18 @@ def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor
                    use_cache=True, **cache).logits  # (b, S, V)
     chosen = gathered_logprobs(logits[:, :-1], suffix_ids[:, 1:], temperature=temperature)
     targets = torch.where(valid[:, 1:], columns[:, 1:], width)  # (b, S-1); width: dropped
-    placed = chosen.new_zeros((batch, width + 1)).scatter(1, targets, chosen)
-    return placed[:, :width]  # (b, t)
+
+    def place(values: torch.Tensor) -> torch.Tensor:  # (b, S-1) -> (b, t)
+        return values.new_zeros((batch, width + 1)).scatter(1, targets, values)[:, :width]
+
+    entropies = None
+    if entropy:
+        entropies = place(token_entropies(logits[:, :-1], temperature=temperature))
+    return place(chosen), entropies
+
+
+def shared_prefix_logprobs(model: Any, plan: PrefixPlan, input_ids: torch.Tensor,
+                           temperature: float) -> torch.Tensor | None:
+    """The log-probs of ``shared_prefix_scores`` (``None`` as there)."""
+    scores = shared_prefix_scores(model, plan, input_ids, temperature)
+    return None if scores is None else scores[0]

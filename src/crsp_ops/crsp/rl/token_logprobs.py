@@ -5,11 +5,16 @@ float32 tensor; with a 49k vocabulary and a few hundred tokens per rollout that 
 per micro-batch. Here the chosen logit is gathered directly and the normaliser is a
 ``logsumexp`` over chunks of positions, each chunk recomputed in backward (activation
 checkpointing), so at most one ``(B, chunk, V)`` float32 block is alive at a time.
+Entropies (``token_entropies``, for ``train.top_entropy_quantile``) are chunked the same way,
+without a graph: they only choose tokens.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 DEFAULT_CHUNK = 64  # positions per logsumexp block
@@ -48,3 +53,45 @@ def gathered_logprobs(
         else:
             pieces.append(_chunk_logsumexp(block, temperature))
     return chosen - torch.cat(pieces, dim=1)  # (B, T)
+
+
+def _chunk_entropy(block: torch.Tensor, temperature: float) -> torch.Tensor:
+    log_p = torch.log_softmax(block.float() / temperature, dim=-1)  # (B, c, V)
+    p = log_p.exp()
+    return -torch.where(p > 0, p * log_p, torch.zeros_like(p)).sum(-1)  # 0·log 0 = 0
+
+
+@torch.no_grad()
+def token_entropies(logits: torch.Tensor, *, temperature: float = 1.0,
+                    chunk: int = DEFAULT_CHUNK) -> torch.Tensor:
+    """Entropy of ``softmax(logits / temperature)`` at each position, float32 ``(B, T)``.
+
+    >>> token_entropies(torch.zeros(1, 2, 4))  # uniform over 4: log 4
+    tensor([[1.3863, 1.3863]])
+    """
+    if temperature <= 0 or chunk < 1:
+        raise ValueError(f"temperature must be > 0 and chunk >= 1, got {temperature}, {chunk}")
+    return torch.cat([_chunk_entropy(logits[:, start:start + chunk], temperature)
+                      for start in range(0, logits.shape[1], chunk)], dim=1)
+
+
+def token_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                 temperature: float, *, first: int = 1, entropy: bool = False
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``logp[b, t] = log π(input_ids[b, t] | input_ids[b, :t])`` ``(B, T)``, and entropies.
+
+    Only positions ``t >= first`` are scored (earlier ones get 0): the model projects to the
+    vocabulary only the hidden states that predict them (``logits_to_keep``). Position 0 has
+    no prediction, so ``first >= 1``. The entropies (``(B, T)``, same placement) are computed
+    only when ``entropy``; otherwise ``None``.
+    """
+    width = input_ids.shape[1]
+    first = min(max(first, 1), width)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask,
+                   logits_to_keep=width - first + 1).logits  # (B, T-first+1, V)
+    # predictions for positions first..T-1, without a full-vocabulary float32 copy
+    chosen = gathered_logprobs(logits[:, :-1], input_ids[:, first:], temperature=temperature)
+    entropies = None
+    if entropy:
+        entropies = F.pad(token_entropies(logits[:, :-1], temperature=temperature), (first, 0))
+    return F.pad(chosen, (first, 0)), entropies  # (B, T) each

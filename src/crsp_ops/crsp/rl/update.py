@@ -22,8 +22,10 @@ goes through the model once (``shared_prefix``: the same log-probs and gradient)
 
 Options beside the seed's loss (docs/scaling.md): a reference-model KL (``reference_kl``: a
 no-grad forward of the initial policy per micro-batch), asymmetric ratio clipping, the loss
-aggregation, and rows whose loss mask was cleared (``mask_rows``: truncated completions keep
-their reward in the advantage baseline but train nothing).
+aggregation, a sequence-level ratio (GSPO), the loss on high-entropy tokens only
+(``entropy_mask``: entropies computed only then), and rows whose loss mask was cleared
+(``mask_rows``: truncated completions keep their reward in the advantage baseline but train
+nothing).
 
 A step whose advantages are all 0 on every rank (every group's rewards equal) has no signal;
 its loss and metrics are still computed and logged (``update_skipped`` = 1). Its only
@@ -52,10 +54,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from crsp_ops.crsp.policy.sharding import as_float, most_over_ranks
 from crsp_ops.crsp.rl.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
+from crsp_ops.crsp.rl.entropy_mask import high_entropy_mask
 from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
 from crsp_ops.crsp.rl.micro_batching import (
     device_token_budget,
@@ -67,9 +69,9 @@ from crsp_ops.crsp.rl.shared_prefix import (
     PrefixPlan,
     group_plan,
     prompt_keys,
-    shared_prefix_logprobs,
+    shared_prefix_scores,
 )
-from crsp_ops.crsp.rl.token_logprobs import gathered_logprobs
+from crsp_ops.crsp.rl.token_logprobs import token_scores
 from crsp_ops.crsp.rl.trrpg import RatioClip
 from crsp_ops.inference.rollouts import TrainingBatch
 
@@ -96,6 +98,8 @@ class UpdateOptions:
     scale_rewards: str = "auto"  # advantages.SCALE_MODES or auto (the algorithm's own)
     step_when_flat: bool = False  # no advantage signal: zero gradient, AdamW still steps
     flat_group_advantage: str = "zero"  # advantages.FLAT_GROUP_MODES
+    importance_sampling_level: str = "token"  # trrpg.IMPORTANCE_SAMPLING_LEVELS; sequence: GSPO
+    top_entropy_quantile: float = 1.0  # < 1: policy loss on the top-entropy tokens only
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -129,19 +133,8 @@ def policy_temperature(logprob_semantics: str, sampling_temperature: float) -> f
 
 def token_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                    temperature: float, *, first: int = 1) -> torch.Tensor:
-    """``logp[b, t] = log π(input_ids[b, t] | input_ids[b, :t])``, position-aligned, ``(B, T)``.
-
-    Only positions ``t >= first`` are scored (earlier ones get 0): the model projects to the
-    vocabulary only the hidden states that predict them (``logits_to_keep``). Position 0 has
-    no prediction, so ``first >= 1``.
-    """
-    width = input_ids.shape[1]
-    first = min(max(first, 1), width)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask,
-                   logits_to_keep=width - first + 1).logits  # (B, T-first+1, V)
-    # predictions for positions first..T-1, without a full-vocabulary float32 copy
-    chosen = gathered_logprobs(logits[:, :-1], input_ids[:, first:], temperature=temperature)
-    return F.pad(chosen, (first, 0))  # (B, T)
+    """The log-probs ``(B, T)`` of ``token_logprobs.token_scores``."""
+    return token_scores(model, input_ids, attention_mask, temperature, first=first)[0]
 
 
 def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
@@ -189,20 +182,22 @@ def _idle_pass(model, accelerator, reference: ReferencePolicy | None = None) -> 
 
 
 def micro_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float, first: int, plan: PrefixPlan | None) -> torch.Tensor:
-    """``token_logprobs``, through ``plan``'s shared prompt encodings when there is one."""
+                   temperature: float, first: int, plan: PrefixPlan | None, *,
+                   entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``token_scores``, through ``plan``'s shared prompt encodings when there is one."""
     if plan is not None:
-        shared = shared_prefix_logprobs(model, plan, input_ids, temperature)
+        shared = shared_prefix_scores(model, plan, input_ids, temperature, entropy=entropy)
         if shared is not None:
             return shared
-    return token_logprobs(model, input_ids, attention_mask, temperature, first=first)
+    return token_scores(model, input_ids, attention_mask, temperature, first=first,
+                        entropy=entropy)
 
 
 def _reference_logprobs(reference: ReferencePolicy, input_ids, attention_mask,
                         temperature: float, first: int, plan: PrefixPlan | None) -> torch.Tensor:
     """``micro_logprobs`` of the initial policy, without a graph."""
     with torch.no_grad(), reference.active() as ref_model:
-        return micro_logprobs(ref_model, input_ids, attention_mask, temperature, first, plan)
+        return micro_logprobs(ref_model, input_ids, attention_mask, temperature, first, plan)[0]
 
 
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
@@ -217,7 +212,7 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
     total = float(batch.loss_mask.sum().clamp(min=1))
     lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
     parts = []
-    device = accelerator.device
+    device, quantile = accelerator.device, options.top_entropy_quantile
     for index, group in enumerate(groups):
         rows = torch.tensor(group)
         width = int(lengths[rows].max())
@@ -231,7 +226,8 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
         attention_mask = batch.attention_mask[rows, :width].to(device)
         plan = plans[index]
         with sync, accelerator.autocast():
-            logp_new = micro_logprobs(model, input_ids, attention_mask, temperature, first, plan)
+            logp_new, entropies = micro_logprobs(model, input_ids, attention_mask, temperature,
+                                                 first, plan, entropy=quantile < 1)
             if options.on_policy and index not in current:
                 current[index] = logp_new.detach()  # ratio exactly 1 on the first epoch
             old = current[index] if options.on_policy else \
@@ -247,7 +243,10 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
                 log_ratio_clamp=options.log_ratio_clamp, ratio_clip=options.ratio_clip,
                 ref_kl=ref_kl, ref_coef=options.ref_kl_coef,
                 weights=token_weights(mask, options.loss_aggregation, denominator=denominator,
-                                      normalizer=options.constant_normalizer))
+                                      normalizer=options.constant_normalizer),
+                importance_sampling_level=options.importance_sampling_level,
+                token_mask=None if entropies is None else
+                high_entropy_mask(entropies, mask, quantile))
             accelerator.backward(loss * scale)
         parts.append((weight, metrics))
     return _weighted_metrics(parts)

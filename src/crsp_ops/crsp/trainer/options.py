@@ -91,6 +91,8 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         ref_kl_coef=train.ref_kl_coef, ref_kl_estimator=train.ref_kl_estimator,
         scale_rewards=train.scale_rewards, step_when_flat=train.step_when_flat,
         flat_group_advantage=train.flat_group_advantage,
+        importance_sampling_level=train.importance_sampling_level,
+        top_entropy_quantile=train.top_entropy_quantile,
         lockstep=lockstep, on_policy=on_policy)
 
 
