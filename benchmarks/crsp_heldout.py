@@ -34,9 +34,8 @@ from crsp_ops.config import load_settings  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType  # noqa: E402
 from crsp_ops.crsp.tasks.limo import load_limo_result, math_tasks, split_heldout  # noqa: E402
+from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
 from crsp_ops.crsp.trainer.evaluation import heldout_code_tasks, score_heldout  # noqa: E402
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
-from crsp_ops.crsp.trainer.options import SelfPlaySettings  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
@@ -110,11 +109,9 @@ def main() -> None:
     settings = load_settings(project_root(), ["tracking.enabled=n", *args.overrides]).settings
     train_rows, heldout_rows = limo_split(settings)
     model, tokenizer = load_causal_lm(args.model)
-    selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                settings.generation)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        trainer = SelfPlayTrainer(model, tokenizer, selfplay, out_dir=out,
+        trainer = build_trainer(settings, model, tokenizer, out_dir=out,
                                   tasks=math_tasks(train_rows),
                                   heldout_tasks=math_tasks(heldout_rows))
         types = [TaskType(name) for name in settings.crsp.problem_types]

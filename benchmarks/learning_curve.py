@@ -68,14 +68,14 @@ from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response 
 from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.task_types import MathTask, TaskType  # noqa: E402
+from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
 from crsp_ops.crsp.trainer.evaluation import score_heldout  # noqa: E402
 from crsp_ops.crsp.trainer.learning_curve import (  # noqa: E402
     curve_point,
     paired_gain,
     save_curve_figure,
 )
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
-from crsp_ops.crsp.trainer.options import SelfPlaySettings, make_executor  # noqa: E402
+from crsp_ops.crsp.trainer.options import make_executor  # noqa: E402
 from crsp_ops.crsp.user_task import tasks_from_rows  # noqa: E402
 from crsp_ops.data.prompt_dataset import load_prompt_rows  # noqa: E402
 from crsp_ops.errors import DataError, MissingInputError  # noqa: E402
@@ -310,8 +310,7 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
     evaluations, step_times, flat_shares, no_signal, generated, lags = [], [], [], [], [], []
     served: dict = {}
     with tempfile.TemporaryDirectory() as out:
-        trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
-            settings.crsp, settings.reward, settings.train, settings.generation), out_dir=out,
+        trainer = build_trainer(settings, model, tokenizer, out_dir=out,
             tasks=train_tasks if rewards else (), rewards=rewards)
         seeds = {train_tasks[0].task_type: list(train_tasks)}
         if arm == "selfplay":

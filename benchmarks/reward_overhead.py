@@ -45,8 +45,8 @@ from crsp_ops.crsp.rewards.solve import (  # noqa: E402
 from crsp_ops.crsp.tasks import check_solutions, solve_messages, solve_response  # noqa: E402
 from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.tasks.task_types import PromptTask  # noqa: E402
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer  # noqa: E402
-from crsp_ops.crsp.trainer.options import SelfPlaySettings, make_executor  # noqa: E402
+from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
+from crsp_ops.crsp.trainer.options import make_executor  # noqa: E402
 from crsp_ops.crsp.user_task import user_reward_set  # noqa: E402
 from crsp_ops.inference.completions import SamplingParams  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
@@ -126,10 +126,9 @@ def main(argv=None) -> int:
             for name, road in roads.items():
                 seconds[name].append(timed(road))
         with tempfile.TemporaryDirectory() as out:
-            trainer = SelfPlayTrainer(model, tokenizer, SelfPlaySettings(
-                settings.crsp, settings.reward, settings.train,
-                replace(settings.generation, batch_size=32)), out_dir=out,
-                tasks=train_tasks)
+            trainer = build_trainer(
+                replace(settings, generation=replace(settings.generation, batch_size=32)),
+                model, tokenizer, out_dir=out, tasks=train_tasks)
             try:
                 step_s = timed(trainer.train_step)
             finally:

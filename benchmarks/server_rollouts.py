@@ -77,8 +77,7 @@ def run_mode(args, mode: str) -> dict:
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.policy.generation import ServerGeneration
     from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
-    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-    from crsp_ops.crsp.trainer.options import SelfPlaySettings
+    from crsp_ops.crsp.trainer.build import build_trainer
 
     settings = bench_settings(args, mode)
     torch.manual_seed(settings.crsp.seed)
@@ -100,9 +99,7 @@ def run_mode(args, mode: str) -> dict:
                 reload_interval=1 if mode == "in_place_every_step" else 4,
                 in_place=mode == "in_place_every_step")
             result["server_start_s"] = round(time.perf_counter() - started, 1)
-        trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                               settings.generation),
+        trainer = build_trainer(settings, model, tokenizer,
             out_dir=out, accelerator=make_accelerator("no", "cpu"), generation=generation)
         trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
         try:

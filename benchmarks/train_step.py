@@ -110,10 +110,11 @@ def peak_memory_gb(device: str) -> float:
 
 def run_crsp(args, settings, model, tokenizer) -> dict:
     """Warm-up + ``args.steps`` CRSP steps; per-step seconds, tokens and sequences."""
+    from dataclasses import replace
+
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
-    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-    from crsp_ops.crsp.trainer.options import SelfPlaySettings
+    from crsp_ops.crsp.trainer.build import build_trainer
 
     tasks = bench_tasks(settings)
     sequences = len(tasks) * settings.train.solver_samples
@@ -121,10 +122,8 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
     accelerator = make_accelerator(args.mixed_precision, args.device)
     steps = []
     with tempfile.TemporaryDirectory() as out:
-        trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                               generation),
-            out_dir=out, accelerator=accelerator)
+        trainer = build_trainer(replace(settings, generation=generation), model, tokenizer,
+                                out_dir=out, accelerator=accelerator)
         trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
         if args.full_length:
             trainer.generation.backend.stop_ids = (full_length_stop_id(tokenizer),)

@@ -135,7 +135,7 @@ def _run(args: argparse.Namespace, name: str, redactor: Redactor) -> int:
     except RunFailure as error:  # its first line; the details went to the log and the run
         return fail(f"run failed: {str(error).splitlines()[0]}", EXIT_RUN_FAILED)
     except (KeyboardInterrupt, Terminated):
-        return fail("interrupted; partial results were saved", EXIT_INTERRUPTED)
+        return fail("interrupted (the log says what was kept)", EXIT_INTERRUPTED)
 
 
 def _output_lock(args: argparse.Namespace):

@@ -74,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.config import load_settings
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.policy.precision import training_precision
+    from crsp_ops.crsp.trainer.build import build_trainer
     from crsp_ops.crsp.trainer.checkpoint import resume_target
-    from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-    from crsp_ops.crsp.trainer.options import SelfPlaySettings, epoch_budget
+    from crsp_ops.crsp.trainer.options import epoch_budget
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
@@ -119,18 +119,14 @@ def run(args: argparse.Namespace) -> int:
             record_run(out, tracker)
             tracker.log_metrics({"data_limo_skipped_rows": float(skipped_rows)}, step=0)
             log_inputs(tracker, user_task.inputs if user_task else ())
-        trainer = SelfPlayTrainer(
-            model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                               settings.generation),
-            out_dir=out, tasks=train_tasks, heldout_tasks=heldout_tasks,
-            rewards=user_task.rewards if user_task else None, tracker=tracker,
-            accelerator=accelerator)
-        if checkpoint is not None:
-            trainer.resume(checkpoint)
-        result = trainer.train()
-        gain = write_summary(trainer, result, tracker, out)
+        trainer = build_trainer(
+            settings, model, tokenizer, out_dir=out, tasks=train_tasks,
+            heldout_tasks=heldout_tasks, rewards=user_task.rewards if user_task else None,
+            tracker=tracker, accelerator=accelerator, checkpoint=checkpoint)
+        trainer.train()
+        gain = write_summary(trainer, tracker, out)
         tracker.close()
-    print(f"trained {result.steps_done} steps; model in {result.model_dir}")
+    print(f"trained {trainer.step} steps; model in {out}")
     if len(trainer.curve) >= 2:
         print(describe_curve(trainer.curve[0], trainer.curve[-1], gain))
     return 0
@@ -148,7 +144,7 @@ def run_identity(settings, model_dir: Path, checkpoint: Path | None, heldout_tas
     return name, tags
 
 
-def write_summary(trainer, result, tracker, out: Path):
+def write_summary(trainer, tracker, out: Path):
     """``<out>.metrics.json`` (main process) and the paired held-out gain, when evaluated twice.
 
     Returns the gain (``paired_gain`` of the first and last evaluation) or ``None``.
@@ -159,9 +155,10 @@ def write_summary(trainer, result, tracker, out: Path):
     gain = (paired_gain(trainer.heldout_verdicts[0], trainer.heldout_verdicts[-1])
             if len(trainer.heldout_verdicts) >= 2 else None)
     if trainer.accelerator.is_main_process:
-        summary = {**result.last_metrics, **result.eval_metrics, "steps": result.steps_done}
+        summary = {**trainer.run.last_metrics, **trainer.final_evaluation,
+                   "steps": trainer.step}
         if gain is not None:  # the curve's first and last evaluation, task by task
-            tracker.log_metrics(gain.metrics(), step=result.steps_done)
+            tracker.log_metrics(gain.metrics(), step=trainer.step)
             summary.update(gain.metrics())
         # beside the model directory: DVC tracks it as a metrics file of its own
         atomic_write_json(out.with_name(out.name + ".metrics.json"), summary)

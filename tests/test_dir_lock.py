@@ -90,3 +90,14 @@ def test_secondary_ranks_of_one_launch_share_rank_zeros_lock(tmp_path, monkeypat
         with pytest.raises(InUseError):
             with hold_output_dir(out):
                 pass
+
+
+def test_a_refused_run_in_an_existing_folder_leaves_no_lock_file(tmp_path):
+    (tmp_path / "models").mkdir()
+    out = tmp_path / "models" / "crsp"
+    with hold_output_dir(out):  # refused by its configuration: nothing written
+        pass
+    assert list((tmp_path / "models").iterdir()) == []
+    with hold_output_dir(out):
+        out.mkdir()
+    assert (tmp_path / "models" / ".crsp.lock").exists()  # a written folder keeps its lock file

@@ -73,6 +73,8 @@ def hold_output_dir(out: str | os.PathLike) -> Iterator[Path]:
         lock.release()
         if created:
             _remove_if_only_lock(created, lock_file)
+        elif not Path(out).exists():  # refused before writing anything: leave nothing behind
+            lock_file.unlink(missing_ok=True)
 
 
 def _missing_ancestors(directory: Path) -> list[Path]:

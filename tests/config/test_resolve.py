@@ -4,9 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crsp_ops.config import ConfigError, load_settings, schema_for, sync_params
+from crsp_ops.config import ConfigError, load_settings, schema_for, sync_params, trl_fields
 from crsp_ops.config.params_file import read_params, write_params
-from crsp_ops.config.trl_names import TRL_NAMES
 from pipelines.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,7 +151,9 @@ def test_a_trl_name_is_answered_with_the_option_that_does_its_job(project, capsy
 
 def test_every_option_a_trl_name_points_at_exists(project):
     specs = schema_for(project)
-    named = {key for target in TRL_NAMES.values()
+    targets = [trl_fields.target(name) for name in
+               [*trl_fields.MAPPED, *trl_fields.GROUP_KEYS, *trl_fields.FACE]]
+    named = {key for target in targets
              for key in re.findall(r"\b(?:train|generation|model|crsp|tracking)\.[a-z_]+", target)}
     assert named and named <= set(specs), sorted(named - set(specs))
 

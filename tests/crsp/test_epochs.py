@@ -10,8 +10,8 @@ from crsp_ops.config import ConfigError, load_settings
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.selfplay.epochs import EpochBuffer
 from crsp_ops.crsp.tasks.task_types import PromptTask, TaskType
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-from crsp_ops.crsp.trainer.options import SelfPlaySettings, epoch_budget
+from crsp_ops.crsp.trainer.build import build_trainer
+from crsp_ops.crsp.trainer.options import epoch_budget
 from crsp_ops.crsp.user_task import user_reward_set
 from tests.crsp.conftest import REPO, SMALL_RUN, ScriptedGeneration
 
@@ -71,13 +71,11 @@ def test_a_reward_function_sees_epoch_global_step_and_max_steps(tiny_model_dir, 
     rows = ROWS[:4]
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    trainer = SelfPlayTrainer(
-        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                           settings.generation),
+    trainer = build_trainer(settings, model, tokenizer,
         out_dir=tmp_path, tasks=rows, rewards=user_reward_set([record], settings.train,
                                                                        ["prompt", "i"]),
         accelerator=make_accelerator("no", "cpu"), generation=ScriptedGeneration(model, tokenizer))
-    assert trainer.train().steps_done == 4  # 2 epochs of ceil(4 / 2) steps
+    assert trainer.train().global_step == 4  # 2 epochs of ceil(4 / 2) steps
     assert [(step, total, epoch) for step, total, epoch, _ in seen] == [
         (1, 4, 0.0), (2, 4, 0.5), (3, 4, 1.0), (4, 4, 1.5)]
     epochs = [seen[0][3] + seen[1][3], seen[2][3] + seen[3][3]]

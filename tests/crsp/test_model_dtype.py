@@ -12,8 +12,7 @@ from crsp_ops.config.errors import ConfigError
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.policy.peft_setup import prepare_policy
 from crsp_ops.crsp.policy.precision import training_precision, weights_dtype
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-from crsp_ops.crsp.trainer.options import SelfPlaySettings
+from crsp_ops.crsp.trainer.build import build_trainer
 from crsp_ops.models.loading import load_causal_lm
 from pipelines.cli import main
 from pipelines.stage_io import run_record_path
@@ -97,15 +96,13 @@ def test_a_bf16_base_lora_step_on_cpu_changes_only_the_adapter(
     precision = training_precision(settings.model.dtype, settings.model.device, lora=True,
                                    mixed_precision=settings.train.mixed_precision)
     model, tokenizer = load_causal_lm(tiny_model_dir, dtype=precision.load_dtype)
-    trainer = SelfPlayTrainer(
-        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                           settings.generation),
+    trainer = build_trainer(settings, model, tokenizer,
         out_dir=tmp_path, accelerator=make_accelerator(precision.mixed_precision, "cpu"),
         generation=ScriptedGeneration(model, tokenizer))
     policy = trainer.unwrapped_model
     before = {n: p.detach().clone() for n, p in policy.named_parameters()}
-    result = trainer.train()
-    assert torch.isfinite(torch.tensor(result.last_metrics["loss"]))
+    trainer.train()
+    assert torch.isfinite(torch.tensor(trainer.run.last_metrics["loss"]))
     changed = {n for n, p in policy.named_parameters() if not torch.equal(before[n], p.detach())}
     assert changed and all("lora_" in name for name in changed)
     assert any("lora_B" in name for name in changed)

@@ -63,19 +63,19 @@ def _finished_run(root: Path):
 def test_a_relative_directory_outside_any_project(anywhere, tiny_model_dir):
     (anywhere / "models").mkdir()
     (anywhere / "models" / "tiny").symlink_to(tiny_model_dir)
-    trainer = CRSPTrainer("models/tiny", [short], ROWS, args=ARGS, output_dir="out")
+    trainer = CRSPTrainer("models/tiny", [short], {**ARGS, "output_dir": "out"}, ROWS)
     assert trainer.resolved.root == anywhere
     assert trainer.resolved.sources["train.steps"] == "--set"
-    assert trainer.train().steps_done == 1
+    assert trainer.train().global_step == 1
     assert (anywhere / "out" / "config.json").is_file()
     tags = _finished_run(anywhere).data.tags
     assert (tags["model.loaded_from"], tags["model.name"]) == ("directory", "models/tiny")
 
 
 def test_a_hub_id_from_the_local_cache_while_offline(anywhere, hub_cache):
-    trainer = CRSPTrainer(HUB_ID, [short], ROWS, args=ARGS, output_dir="out")
+    trainer = CRSPTrainer(HUB_ID, [short], {**ARGS, "output_dir": "out"}, ROWS)
     assert trainer.model_dir == hub_cache / f"models--crsp-test--tiny-chat/snapshots/{REVISION}"
-    assert trainer.train().steps_done == 1
+    assert trainer.train().global_step == 1
     tags = _finished_run(anywhere).data.tags
     assert (tags["model.loaded_from"], tags["model.name"], tags["model.revision"]) == (
         "hub", HUB_ID, REVISION)
@@ -83,18 +83,18 @@ def test_a_hub_id_from_the_local_cache_while_offline(anywhere, hub_cache):
 
 def test_a_model_object_with_its_processing_class(anywhere, tiny_model_dir):
     model, tokenizer = load_causal_lm(tiny_model_dir)
-    with pytest.raises(ValueError, match="processing_class"):
-        CRSPTrainer(model, [short], ROWS, args=ARGS)
-    trainer = CRSPTrainer(model, [short], ROWS, args=ARGS, output_dir="out",
+    with pytest.raises(TypeError, match="processing_class"):
+        CRSPTrainer(model, [short], ARGS, ROWS)
+    trainer = CRSPTrainer(model, [short], {**ARGS, "output_dir": "out"}, ROWS,
                           processing_class=tokenizer)
-    assert trainer.train().steps_done == 1
+    assert trainer.train().global_step == 1
     assert _finished_run(anywhere).data.tags["model.loaded_from"] == "in-memory"
 
 
 def test_a_hub_id_missing_from_the_cache_never_downloads(anywhere, hub_cache, monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE")  # downloads stay off: model.hub_download is n
     with pytest.raises(MissingInputError, match="model.hub_download"):
-        CRSPTrainer("crsp-test/not-cached", [short], ROWS, args=ARGS)
+        CRSPTrainer("crsp-test/not-cached", [short], ARGS, ROWS)
     assert not (anywhere / "mlflow.db").exists()
 
 
@@ -151,10 +151,10 @@ def test_the_cli_outside_a_project_without_a_model_is_one_line(anywhere, capsys)
 def test_the_api_and_the_cli_tag_a_run_on_one_basis(anywhere, tiny_model_dir):
     """Same model and rows: the same base-model id, held-out hash, algorithm and budget."""
     assert main(_users_task(anywhere, tiny_model_dir, "models/cli")) == 0
-    CRSPTrainer(str(tiny_model_dir), ["rewards.py:short"], "data.jsonl", args=ARGS,
-                output_dir="models/api").train()
+    CRSPTrainer(str(tiny_model_dir), ["rewards.py:short"], {**ARGS, "output_dir": "models/api"},
+                "data.jsonl").train()
     model, tokenizer = load_causal_lm(tiny_model_dir)
-    CRSPTrainer(model, ["rewards.py:short"], "data.jsonl", args=ARGS, output_dir="models/obj",
+    CRSPTrainer(model, ["rewards.py:short"], {**ARGS, "output_dir": "models/obj"}, "data.jsonl",
                 processing_class=tokenizer).train()
     client = MlflowClient(f"sqlite:///{anywhere / 'mlflow.db'}")
     [experiment] = [e for e in client.search_experiments() if e.name.endswith("-train")]

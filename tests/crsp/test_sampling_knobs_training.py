@@ -8,8 +8,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.config import ConfigError
 from crsp_ops.crsp.policy.accelerator import make_accelerator
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-from crsp_ops.crsp.trainer.options import SelfPlaySettings
+from crsp_ops.crsp.trainer.build import build_trainer
 from crsp_ops.crsp.trainer.setup import make_generation
 from tests.crsp.conftest import ScriptedGeneration
 
@@ -21,9 +20,7 @@ THINKING_OFF = 'generation.chat_template_kwargs={"enable_thinking": false}'
 def trainer_for(model_dir, settings, out_dir, scripted):
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    return SelfPlayTrainer(
-        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                           settings.generation),
+    return build_trainer(settings, model, tokenizer,
         out_dir=out_dir, accelerator=make_accelerator("no", "cpu"),
         generation=ScriptedGeneration(model, tokenizer) if scripted else None)
 

@@ -8,21 +8,18 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.tasks.task_types import TaskType
+from crsp_ops.crsp.trainer.build import build_trainer
 from crsp_ops.crsp.trainer.checkpoint import latest_checkpoint, load_trainer_state
-from crsp_ops.crsp.trainer.loop import SelfPlayTrainer
-from crsp_ops.crsp.trainer.options import SelfPlaySettings
 from tests.crsp.conftest import ScriptedGeneration
 
 
-def _trainer(model_dir, settings, out_dir, scripted=True):
+def _trainer(model_dir, settings, out_dir, scripted=True, callbacks=()):
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     generation = ScriptedGeneration(model, tokenizer) if scripted else None
-    return SelfPlayTrainer(model, tokenizer,
-                           SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                             settings.generation),
-                           out_dir=out_dir, accelerator=make_accelerator("no", "cpu"),
-                           generation=generation)
+    return build_trainer(settings, model, tokenizer, out_dir=out_dir,
+                         accelerator=make_accelerator("no", "cpu"), generation=generation,
+                         callbacks=callbacks)
 
 
 @pytest.mark.parametrize("algorithm", ["trrpg", "trrpp"])
@@ -30,9 +27,9 @@ def test_train_step_produces_a_loss_and_changes_every_parameter(tiny_model_dir, 
                                                                  tmp_path, algorithm):
     trainer = _trainer(tiny_model_dir, small_settings(f"train.algorithm={algorithm}"), tmp_path)
     before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
-    result = trainer.train()
+    trainer.train()
 
-    metrics = result.last_metrics
+    metrics = trainer.run.last_metrics
     assert math.isfinite(metrics["loss"]) and metrics["advantage_abs_mean"] > 0
     assert metrics["rollouts/count"] > 0 and metrics["rollouts/skipped"] == 0
     # the scripted proposer alternates a valid and a malformed proposal
@@ -43,8 +40,8 @@ def test_train_step_produces_a_loss_and_changes_every_parameter(tiny_model_dir, 
                  if torch.equal(before[name], p.detach())]
     assert unchanged == []
     assert trainer.buffers.sizes()["code_o"] == 5  # 4 seeds + the valid proposal
-    assert (result.model_dir / "config.json").is_file()
-    assert "eval/solve_rate/code_o" in result.eval_metrics
+    assert (trainer.out_dir / "config.json").is_file()
+    assert "eval/solve_rate/code_o" in trainer.final_evaluation
 
 
 def test_trrpp_has_no_kl_term_and_whitens(tiny_model_dir, small_settings, tmp_path):
@@ -72,11 +69,11 @@ def test_resume_restores_step_buffers_optimizer_and_rng(tiny_model_dir, small_se
     resumed = _trainer(checkpoint, settings, tmp_path)
     assert resumed.resume() == 1
     assert resumed.buffers.sizes() == first.buffers.sizes()
-    assert resumed.rng.getstate() == first.rng.getstate()
+    assert resumed.run.rng.getstate() == first.run.rng.getstate()
     saved = state["optimizer"]["state"][0]["exp_avg"]
     assert torch.equal(resumed.optimizer.state_dict()["state"][0]["exp_avg"], saved)
     result = resumed.train()
-    assert result.steps_done == 2
+    assert result.global_step == 2
     assert latest_checkpoint(tmp_path).name == "step-000002"
 
 
@@ -103,9 +100,7 @@ def test_math_buffer_holds_seed_problems_and_limo_rows(tiny_model_dir, small_set
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     settings = small_settings()
-    trainer = SelfPlayTrainer(
-        model, tokenizer, SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                             settings.generation),
+    trainer = build_trainer(settings, model, tokenizer,
         out_dir=tmp_path, tasks=[MathTask("2+3?", "2+3=5", "5")],
         accelerator=make_accelerator("no", "cpu"), generation=ScriptedGeneration(model, tokenizer))
     assert MathTask("2+3?", "2+3=5", "5") in trainer.buffers.tasks(TaskType.MATH)

@@ -51,15 +51,16 @@ def test_in_memory_rows_and_a_callable_are_written_where_the_run_can_find_them(
         return [float(len(c) < 20) for c in completions]
 
     trainer = CRSPTrainer(
-        tiny_model_dir, [length], [{"prompt": f"Count to {n}.", "n": n} for n in range(6)],
-        args={"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
-              "train.max_new_tokens_solve": 4, "train.eval_split_size": 2,
-              "tracking.enabled": False},
-        output_dir="models/memory")
+        tiny_model_dir, [length],
+        {"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
+         "train.max_new_tokens_solve": 4, "train.eval_split_size": 2,
+         "tracking.enabled": False, "output_dir": "models/memory"},
+        [{"prompt": f"Count to {n}.", "n": n} for n in range(6)])
     assert [len(trainer.task.train), len(trainer.task.heldout)] == [4, 2]
     assert trainer.task.rewards.names == ["length"]
+    assert not (tmp_path / "models" / "memory").exists()  # nothing written before train()
+    assert trainer.train().global_step == 1
     assert (tmp_path / "models" / "memory" / "data" / "train.jsonl").is_file()
-    assert trainer.train().steps_done == 1
 
 
 def test_a_lambda_reward_is_tracked_under_a_name_mlflow_accepts(scratch_project, monkeypatch,
@@ -68,10 +69,9 @@ def test_a_lambda_reward_is_tracked_under_a_name_mlflow_accepts(scratch_project,
     trainer = CRSPTrainer(
         tiny_model_dir, [lambda prompts, completions, **_: [float(len(c) % 2) for c in
                                                              completions]],
-        [{"prompt": f"Count to {n}."} for n in range(4)],
-        args={"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
-              "train.max_new_tokens_solve": 4},
-        output_dir="models/lambda")
+        {"train.steps": 1, "train.tasks_per_type": 2, "train.solver_samples": 2,
+         "train.max_new_tokens_solve": 4, "output_dir": "models/lambda"},
+        [{"prompt": f"Count to {n}."} for n in range(4)])
     assert trainer.task.rewards.names == ["lambda"]
     trainer.train()
     from mlflow.tracking import MlflowClient

@@ -8,6 +8,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 from safetensors.torch import load_file
+from transformers import TrainerCallback
 
 from crsp_ops.config import ConfigError
 from crsp_ops.crsp.api import CRSPTrainer
@@ -23,20 +24,20 @@ def characters(prompts, completions, **_):
     return [len(c) / 10 for c in completions]
 
 
-class StopAt:
+class StopAt(TrainerCallback):
     """Ctrl+C after step ``step``, as a user would press it."""
 
     def __init__(self, step):
         self.step = step
 
-    def on_step_end(self, step, metrics):
-        if step == self.step:
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
             raise KeyboardInterrupt
 
 
 def _trainer(tiny_model_dir, out, callbacks=(), **args):
-    return CRSPTrainer(tiny_model_dir, [characters], ROWS, args={**ARGS, **args},
-                       output_dir=out, callbacks=callbacks)
+    return CRSPTrainer(tiny_model_dir, [characters], {**ARGS, **args, "output_dir": out}, ROWS,
+                       callbacks=callbacks)
 
 
 def _runs(root):
@@ -55,9 +56,9 @@ def test_a_resumed_run_equals_an_uninterrupted_one(scratch_project, tiny_model_d
     with pytest.raises(KeyboardInterrupt):
         _trainer(tiny_model_dir, "models/cut", [StopAt(2)], **{"train.steps": 4}).train()
     resumed = _trainer(tiny_model_dir, "models/cut", **{"train.steps": 4})
-    assert resumed.train(resume_from_checkpoint=True).steps_done == 4
+    assert resumed.train(resume_from_checkpoint=True).global_step == 4
     assert _trainer(tiny_model_dir, "models/straight", **{"train.steps": 4}).train(
-        ).steps_done == 4
+        ).global_step == 4
 
     weights = [load_file(scratch_project / "models" / name / "model.safetensors")
                for name in ("cut", "straight")]
@@ -79,7 +80,7 @@ def test_a_finished_run_extends_with_its_schedules_recomputed(scratch_project, t
     with caplog.at_level(logging.WARNING):
         result = _trainer(tiny_model_dir, "models/ext", **linear, **{"train.steps": 4}).train(
             resume_from_checkpoint=True)
-    assert result.steps_done == 4
+    assert result.global_step == 4
     assert "resumed with other schedule settings (steps 2 -> 4)" in caplog.text
     client, (first, extended) = _runs(scratch_project)
     assert extended.data.tags["crsp.resume.schedule_change"] == "steps 2 -> 4"
@@ -94,7 +95,7 @@ def test_a_finished_run_extends_with_its_schedules_recomputed(scratch_project, t
     constant_lr = {"train.resume_exact_schedules": True}
     _trainer(tiny_model_dir, "models/alpha", **constant_lr, **{"train.steps": 1}).train()
     assert _trainer(tiny_model_dir, "models/alpha", **constant_lr, **{"train.steps": 2}).train(
-        resume_from_checkpoint=True).steps_done == 2
+        resume_from_checkpoint=True).global_step == 2
 
 
 def test_a_path_that_is_not_a_checkpoint_stops_before_any_run(scratch_project, tiny_model_dir):

@@ -26,8 +26,8 @@ def test_lora_trains_only_the_adapter_and_saves_adapter_base_and_merged(
     trainer = _trainer(tiny_model_dir, settings, tmp_path)
     model = trainer.unwrapped_model
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    result = trainer.train()
-    assert 0 < result.last_metrics["model/trainable_params"] < trainer.total_params / 10
+    trainer.train()
+    assert 0 < trainer.run.last_metrics["model/trainable_params"] < trainer.total_params / 10
     changed = {n for n, p in model.named_parameters() if not torch.equal(before[n], p.detach())}
     assert changed and all("lora_" in n for n in changed)
     assert any("lora_B" in n for n in changed)
@@ -35,7 +35,7 @@ def test_lora_trains_only_the_adapter_and_saves_adapter_base_and_merged(
     assert (checkpoint / ADAPTER_DIR / "adapter_config.json").is_file()
     ids = torch.randint(3, 100, (1, 12))
     live = _logits(model, ids)
-    merged = AutoModelForCausalLM.from_pretrained(result.model_dir)  # final dir: merged
+    merged = AutoModelForCausalLM.from_pretrained(trainer.out_dir)  # final dir: merged
     torch.testing.assert_close(_logits(merged, ids), live, rtol=1e-4, atol=1e-4)
     in_checkpoint = AutoModelForCausalLM.from_pretrained(checkpoint / MERGED_DIR)
     torch.testing.assert_close(_logits(in_checkpoint, ids), live, rtol=1e-4, atol=1e-4)
@@ -105,7 +105,7 @@ def test_reference_kl_is_zero_on_the_first_step_and_positive_on_the_second(
     settings = small_settings(*lora, "train.ref_kl_coef=0.1", "train.steps=2",
                               "train.learning_rate=1e-2")
     trainer = _trainer(tiny_model_dir, settings, tmp_path)
-    assert trainer.reference.parameters_in_memory() == (0 if lora else trainer.total_params)
+    assert trainer.parts.reference.parameters_in_memory() == (0 if lora else trainer.total_params)
     first, _ = trainer.train_step()
     trainer.step += 1
     second, _ = trainer.train_step()

@@ -32,7 +32,7 @@ from crsp_ops.config.schema import OptionSpec, load_schema
 from crsp_ops.config.sections import SECTION_TYPES, Settings
 from crsp_ops.config.selfplay_config import apply_epochs
 from crsp_ops.config.train_presets import apply_preset
-from crsp_ops.config.trl_names import trl_name_hint
+from crsp_ops.config.trl_fields import trl_name_hint
 from crsp_ops.config.values import parse_value, to_yaml
 from crsp_ops.paths import kconfig_file, project_root
 

@@ -1,7 +1,7 @@
 """Checkpoints of a self-play run: HF model dir + ``trainer_state.pt``, newest N kept.
 
-``TrainerCheckpoints`` is the loop's checkpoint hook (save, resume); the functions below it
-write and read one checkpoint.
+``write_checkpoint`` / ``restore_checkpoint`` save and restore a run's ``RunState`` with its
+policy; the functions below them write and read one checkpoint.
 
 With LoRA the HF directory holds the frozen base weights and ``adapter/`` the PEFT adapter
 (``peft_setup``); ``--resume`` loads the first as the model and restores the second.
@@ -25,17 +25,18 @@ from typing import Any
 import torch
 
 from crsp_ops.config.errors import ConfigError
-from crsp_ops.crsp.policy.generation import ServerGeneration
+from crsp_ops.config.selfplay_config import TrainSettings
 from crsp_ops.crsp.policy.peft_setup import load_adapter, save_adapter, save_hf_model
 from crsp_ops.crsp.policy.sharding import (
     OPTIMIZER_FORMAT,
     full_optimizer_state,
-    full_state,
     load_full_optimizer_state,
     load_full_weights,
 )
+from crsp_ops.crsp.trainer.hf_flow import RunState
 from crsp_ops.crsp.trainer.learning_curve import CurvePoint
-from crsp_ops.crsp.trainer.options import schedule_changes, schedule_record
+from crsp_ops.crsp.trainer.options import schedule_changes
+from crsp_ops.crsp.trainer.setup import PolicyParts
 from crsp_ops.errors import DataError
 
 CHECKPOINTS = "checkpoints"
@@ -43,102 +44,74 @@ STATE_FILE = "trainer_state.pt"
 logger = logging.getLogger(__name__)
 
 
-class TrainerCheckpoints:
-    """The loop's checkpoint hook: save and resume ``SelfPlayTrainer``.
+def write_checkpoint(run: RunState, parts: PolicyParts, tokenizer: Any, buffers: Any,
+                     out_dir: Path, train: TrainSettings, schedules: dict[str, Any]
+                     ) -> Path | None:
+    """Write the checkpoint of ``run``'s completed steps (every rank calls it).
 
-    A mixin: it reads and restores the loop's ``model``, ``optimizer``, ``buffers`` (with a
-    dataset's epoch position), ``rng``, ``step``, ``solve_samples``, ``curve`` and
-    ``generation``, and calls its ``callbacks``' ``on_save``.
+    Sharded: the full model and optimizer state are gathered to rank 0 first. Returns the
+    checkpoint (main process), ``None`` elsewhere or before the first step.
     """
+    accelerator = parts.accelerator
+    accelerator.wait_for_everyone()
+    if run.step == 0:
+        return None
+    weights = parts.gathered_weights()
+    optimizer_state = full_optimizer_state(parts.model, parts.optimizer) \
+        if parts.sharded else None
+    if not accelerator.is_main_process:
+        return None
+    state = {"step": run.step,
+             "optimizer": optimizer_state if parts.sharded else parts.optimizer.state_dict(),
+             "optimizer_format": OPTIMIZER_FORMAT if parts.sharded else "torch",
+             "buffers": buffers.state(), "rng": rng_state(run.rng),
+             "solve_samples": run.solve_samples,
+             "curve": [point.to_row() for point in run.curve],
+             "schedules": schedules}
+    model = parts.unwrapped
+    path = save_checkpoint(out_dir, run.step, model, tokenizer, state,
+                           keep=train.keep_checkpoints,
+                           save_model=lambda staging: (
+                               save_hf_model(model, staging, merged=False, state=weights),
+                               save_adapter(model, staging, state=weights,
+                                            merged=train.lora_save_merged)))
+    run.saved_step = run.step
+    return path
 
-    def gathered_weights(self) -> dict[str, torch.Tensor] | None:
-        """Sharded: the full state dict on rank 0 (a collective); otherwise ``None``."""
-        return full_state(self.model, rank0_only=True) if self.sharded else None
 
-    def save_checkpoint(self) -> Path | None:
-        """Write the checkpoint of the completed steps (main process; every rank calls it).
+def restore_checkpoint(checkpoint: Path, run: RunState, parts: PolicyParts, buffers: Any, *,
+                       schedules: dict[str, Any], exact: bool, seed: int
+                       ) -> dict[str, tuple[Any, Any]]:
+    """Restore optimizer, step, buffers, RNG, the curve and a LoRA adapter into ``run``.
 
-        Sharded: the full model and optimizer state are gathered to rank 0 first.
-        """
-        self.accelerator.wait_for_everyone()
-        if self.step == 0:
-            return None
-        weights = self.gathered_weights()
-        optimizer_state = full_optimizer_state(self.model, self.optimizer) \
-            if self.sharded else None
-        if not self.accelerator.is_main_process:
-            return None
-        state = {"step": self.step,
-                 "optimizer": optimizer_state if self.sharded else self.optimizer.state_dict(),
-                 "optimizer_format": OPTIMIZER_FORMAT if self.sharded else "torch",
-                 "buffers": self.buffers.state(), "rng": rng_state(self.rng),
-                 "solve_samples": self.solve_samples,
-                 "curve": [point.to_row() for point in self.curve],
-                 "schedules": self.schedule_record()}
-        model = self.unwrapped_model
-        path = save_checkpoint(self.out_dir, self.step, model, self.tokenizer, state,
-                               keep=self.settings.train.keep_checkpoints,
-                               save_model=lambda staging: (
-                                   save_hf_model(model, staging, merged=False, state=weights),
-                                   save_adapter(model, staging, state=weights,
-                                                merged=self.settings.train.lora_save_merged)))
-        self.callbacks.save(self.step)
-        return path
+    The model's base weights are loaded by whoever built the model (from the same
+    directory); a LoRA adapter from its ``adapter/``. Returns the schedule settings that
+    differ from the checkpoint's (a longer ``train.steps`` extends the run: the schedules are
+    recomputed for it, as Hugging Face's ``Trainer`` does).
 
-    def schedule_record(self) -> dict[str, Any]:
-        """``options.schedule_record`` of this run: alpha counts where a reward reads it."""
-        reads_alpha = self.solve_rewards.rule == "format_rule" \
-            or self.episode_options.critiques_per_task > 0
-        return schedule_record(self.settings, reads_alpha=reads_alpha)
-
-    def resume(self, checkpoint: str | Path | None = None) -> int:
-        """Restore optimizer, step, buffers, RNG and a LoRA adapter from ``checkpoint``.
-
-        ``checkpoint`` defaults to the latest. The model's base weights are loaded by whoever
-        built the model (from the same directory); a LoRA adapter from its ``adapter/``.
-        Other schedule settings (a longer ``train.steps``: the run is extended) recompute the
-        schedules for them, as Hugging Face's ``Trainer`` does; the change is logged and
-        tagged ``crsp.resume.schedule_change``.
-
-        Returns:
-            The step to continue after (0 when there is no checkpoint).
-
-        Raises:
-            ConfigError: the sharding differs from the checkpoint's run, or the schedules
-                would change under ``train.resume_exact_schedules`` (``check_resumable``).
-        """
-        checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(self.out_dir)
-        if checkpoint is None:
-            return 0
-        state = load_trainer_state(checkpoint)
-        changes = check_resumable(checkpoint, state, self.schedule_record(),
-                                  sharded=self.sharded, sharded_format=OPTIMIZER_FORMAT,
-                                  exact=self.settings.train.resume_exact_schedules)
-        if changes:
-            change = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in changes.items())
-            logger.warning("resumed with other schedule settings (%s): the alpha and lr "
-                           "schedules are recomputed for them", change)
-            self.tracker.set_tags({"crsp.resume.schedule_change": change})
-        load_adapter(self.unwrapped_model, checkpoint,
-                     load_full=load_full_weights if self.sharded else None)
-        if self.sharded:
-            load_full_optimizer_state(self.model, self.optimizer, state["optimizer"])
-            self.replica.refresh(self.model)  # the restored adapter, merged
-        else:
-            self.optimizer.load_state_dict(state["optimizer"])
-        self.buffers.load_state(state["buffers"])
-        restore_rng(state["rng"], self.rng)
-        self.step = int(state["step"])
-        self.solve_samples = int(state.get("solve_samples", 0))
-        self.curve = [CurvePoint.from_row(row) for row in state.get("curve", [])]
-        if self.accelerator.process_index:  # the checkpoint holds rank 0's RNG: others derive
-            self.rng.seed(f"{self.settings.crsp.seed}:{self.step}:{self.accelerator.process_index}")
-        if self._own_generation and isinstance(self.generation, ServerGeneration):
-            self.generation.close()  # it serves the weights before the adapter was restored
-            self.generation = self._default_generation()  # labelled with the resumed step
-        self.generation.policy_step = self.step  # policy_lag continues from the resumed step
-        logger.info("resumed from %s at step %d", checkpoint, self.step)
-        return self.step
+    Raises:
+        ConfigError: the sharding differs from the checkpoint's run, or the schedules would
+            change under ``exact`` (``train.resume_exact_schedules``).
+    """
+    state = load_trainer_state(checkpoint)
+    changes = check_resumable(checkpoint, state, schedules, sharded=parts.sharded,
+                              sharded_format=OPTIMIZER_FORMAT, exact=exact)
+    load_adapter(parts.unwrapped, checkpoint,
+                 load_full=load_full_weights if parts.sharded else None)
+    if parts.sharded:
+        load_full_optimizer_state(parts.model, parts.optimizer, state["optimizer"])
+        parts.replica.refresh(parts.model)  # the restored adapter, merged
+    else:
+        parts.optimizer.load_state_dict(state["optimizer"])
+    buffers.load_state(state["buffers"])
+    restore_rng(state["rng"], run.rng)
+    run.hf.global_step = run.saved_step = int(state["step"])
+    run.solve_samples = int(state.get("solve_samples", 0))
+    run.curve = [CurvePoint.from_row(row) for row in state.get("curve", [])]
+    rank = parts.accelerator.process_index
+    if rank:  # the checkpoint holds rank 0's RNG: the others derive theirs
+        run.rng.seed(f"{seed}:{run.step}:{rank}")
+    return changes
 
 
 def checkpoint_path(out_dir: Path, step: int) -> Path:

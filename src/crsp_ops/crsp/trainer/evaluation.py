@@ -6,30 +6,28 @@ The tasks are code tasks never in the buffers, held-out math rows, or held-out d
 The code tasks' truths are not written down: ``heldout_code_tasks`` runs each program in the
 sandbox and records what it returns, exactly as proposals become tasks.
 
-``HeldoutEvaluation`` is the loop's evaluation hook: each evaluation is a point of the run's
-learning curve.
+``evaluate_into`` is the loop's evaluation: each evaluation is a point of the run's learning
+curve.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from crsp_ops.crsp.executor import ExecutionJob, SandboxExecutor
 from crsp_ops.crsp.rewards.functions import RewardState
-from crsp_ops.crsp.rewards.solve import RewardSet, at_alphas, reward_call
+from crsp_ops.crsp.rewards.solve import RewardSet, reward_call
 from crsp_ops.crsp.tasks import SolutionCheck, solve_messages
 from crsp_ops.crsp.tasks.task_types import (
-    CODE_TASK_TYPES,
     CodeTask,
     Task,
     TaskType,
     task_family,
 )
-from crsp_ops.crsp.trainer.export import save_curve
+from crsp_ops.crsp.trainer.hf_flow import RunState
 from crsp_ops.crsp.trainer.learning_curve import curve_point
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.inference.backend import GenerationBackend
@@ -157,40 +155,26 @@ def heldout_metrics(tasks: Sequence[Task], checks: Sequence[SolutionCheck]) -> d
     return rates
 
 
-class HeldoutEvaluation:
-    """The loop's evaluation hook for ``SelfPlayTrainer``.
+def crsp_eval_names(metrics: dict[str, float]) -> dict[str, float]:
+    """``score_heldout``'s metrics as the run logs them (``eval/solve_rate/<type>``, ...).
 
-    A mixin: it reads the loop's ``episode_options``, ``executor``, ``heldout_tasks``,
-    ``generation``, ``solve_rewards``, ``buffers`` (the epoch) and ``step``, appends to its
-    ``curve`` and ``heldout_verdicts``, calls its ``callbacks``' ``on_evaluate``, and writes
-    the curve (``save_curve``).
+    >>> crsp_eval_names({"all": 0.5, "reward/total": 1.0})
+    {'eval/solve_rate/all': 0.5, 'eval/reward/total': 1.0}
     """
+    return {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}": value
+            for name, value in metrics.items()}
 
-    def evaluate(self) -> dict[str, float]:
-        """Greedy held-out scores: ``eval/solve_rate/<type>`` and ``eval/reward/<name>``.
 
-        Each with its 95% interval; each evaluation is also a point of the run's learning
-        curve, and its per-task verdicts are kept in ``heldout_verdicts``.
-        """
-        types = [t for t in self.episode_options.problem_types if t in CODE_TASK_TYPES]
-        tasks: list[Task] = [*heldout_code_tasks(self.executor, types), *self.heldout_tasks]
-        self.unwrapped_model.eval()
-        step = max(self.step, 1)
-        scores = score_heldout(
-            self.generation.backend, tasks, at_alphas(self.solve_rewards, self.alphas(step)),
-            RewardState(self.step, self.settings.train.steps, self.buffers.epoch),
-            max_new_tokens=self.settings.train.max_new_tokens_solve)
-        if "all" in scores.metrics:
-            self.curve.append(curve_point(self.step, self.solve_samples, scores.metrics))
-            self.heldout_verdicts.append([check.correct for check in scores.checks])
-        metrics = {f"eval/{name}" if name.startswith("reward/") else f"eval/solve_rate/{name}":
-                   value for name, value in scores.metrics.items()}
-        self.callbacks.call("on_evaluate", self.step, metrics)
-        return metrics
+def evaluate_into(run: RunState, backend: GenerationBackend, tasks: Sequence[Task],
+                  rewards: RewardSet, state: RewardState, *, max_new_tokens: int
+                  ) -> dict[str, float]:
+    """Greedy held-out scores of ``tasks``, each with its 95% interval (``crsp_eval_names``).
 
-    def save_curve(self) -> Path | None:
-        """Write ``learning_curve.json`` and its figure to the output dir and the run."""
-        if not self.curve or not self.accelerator.is_main_process:
-            return None
-        return save_curve(self.curve, self.tracker, self.out_dir,
-                          label=self.settings.train.algorithm_name)
+    Each evaluation is also a point of ``run``'s learning curve, and its per-task verdicts
+    are kept in ``run.heldout_verdicts``.
+    """
+    scores = score_heldout(backend, tasks, rewards, state, max_new_tokens=max_new_tokens)
+    if "all" in scores.metrics:
+        run.curve.append(curve_point(run.step, run.solve_samples, scores.metrics))
+        run.heldout_verdicts.append([check.correct for check in scores.checks])
+    return crsp_eval_names(scores.metrics)

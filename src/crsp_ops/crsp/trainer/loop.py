@@ -3,31 +3,36 @@
 A step (``train_step``) runs two hooks: ``generate_and_score`` (the episode: proposals validated
 in the sandbox, solves of new and buffered tasks, critiques, every response scored, flat solve
 groups optionally refilled) and ``update`` (rollouts through the ``InferenceContext``, then
-``rl.update.policy_update``). ``_after_step`` logs, calls the callbacks (``trainer.callbacks``),
-checkpoints (``trainer.checkpoint``: the last step's once, after the final evaluation) and
-evaluates (``trainer.evaluation``). Settings are translated once in ``trainer.options``; the
-policy and its generation are built in ``trainer.setup``. Under ``accelerate launch`` each
-process samples its own episode and DDP averages the gradients; only the main process writes.
+``rl.update.policy_update``). ``_after_step`` logs and calls transformers' callbacks, whose
+``TrainerControl`` decides when to evaluate (``trainer.evaluation``), checkpoint
+(``trainer.checkpoint``: the last step's once, after the final evaluation) or stop
+(``trainer.hf_flow``); the run's state is one ``RunState``. Settings are translated once in
+``trainer.options``; the policy and its generation are built in ``trainer.setup``. Under
+``accelerate launch`` each process samples its own episode and DDP averages the gradients; only
+the main process writes.
 Proposed code runs only in the sandbox executor.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerControl
+from transformers.trainer_utils import TrainOutput
+
 from crsp_ops.crsp.policy.accelerator import make_accelerator
-from crsp_ops.crsp.policy.generation import InProcessGeneration, PolicyGeneration
-from crsp_ops.crsp.policy.peft_setup import exported
+from crsp_ops.crsp.policy.generation import (
+    InProcessGeneration,
+    PolicyGeneration,
+)
 from crsp_ops.crsp.policy.rank_metrics import log_over_ranks
 from crsp_ops.crsp.rewards.alpha_schedule import Alphas
-from crsp_ops.crsp.rewards.functions import RewardError, RewardState
+from crsp_ops.crsp.rewards.functions import RewardState
 from crsp_ops.crsp.rewards.solve import RewardSet, at_alphas, builtin_solve_rewards
 from crsp_ops.crsp.rl.lr_schedule import lr_factor, set_learning_rate
 from crsp_ops.crsp.rl.update import policy_temperature, policy_update
@@ -40,10 +45,13 @@ from crsp_ops.crsp.selfplay.step_metrics import (
     sample_table,
 )
 from crsp_ops.crsp.tasks.task_types import MathTask, PromptTask, Task
-from crsp_ops.crsp.trainer.callbacks import Callbacks
-from crsp_ops.crsp.trainer.checkpoint import TrainerCheckpoints
-from crsp_ops.crsp.trainer.evaluation import HeldoutEvaluation
-from crsp_ops.crsp.trainer.export import save_final_model
+from crsp_ops.crsp.trainer import hooks
+from crsp_ops.crsp.trainer.hf_flow import (
+    callback_handler,
+    loop_args,
+    new_state,
+    trl_log_row,
+)
 from crsp_ops.crsp.trainer.options import (
     SelfPlaySettings,
     episode_options,
@@ -54,25 +62,14 @@ from crsp_ops.crsp.trainer.options import (
     sampling_seed,
     update_options,
 )
-from crsp_ops.crsp.trainer.setup import make_generation, prepare_policy_parts
+from crsp_ops.crsp.trainer.setup import prepare_policy_parts
 from crsp_ops.inference.context import InferenceContext
 from crsp_ops.tracking import NullTracker, Tracker
 
 logger = logging.getLogger(__name__)
-REWARD_TRACEBACK = "errors/reward_traceback.txt"  # the run's artifact when a reward fails
 
 
-@dataclass(frozen=True)
-class TrainResult:
-    """What ``SelfPlayTrainer.train`` did."""
-
-    steps_done: int  # completed steps, resumed ones included
-    last_metrics: dict[str, float]
-    eval_metrics: dict[str, float]
-    model_dir: Path  # the final HF model directory
-
-
-class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
+class SelfPlayTrainer:
     """The CRSP self-play loop over one policy model (see the module docstring).
 
     Args:
@@ -80,35 +77,33 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         tokenizer: its tokenizer with a chat template.
         settings: the ``crsp``, ``reward``, ``train`` and ``generation`` config sections.
         out_dir: final model, checkpoints and summaries go here.
-        tasks: math rows (LIMO or edge; training split) added to the math buffer, or a
-            dataset's rows (``PromptTask``), which replace the built-in tasks: the steps then
-            only solve them (no proposals, no critiques).
+        tasks: math rows added to the math buffer, or a dataset's rows (``PromptTask``),
+            which replace the built-in tasks (the steps then only solve them).
         heldout_tasks: held-out math or dataset rows for evaluation.
-        rewards: the solve step's reward functions; default CRSP's own
-            (``rewards.solve.builtin_solve_rewards``). A dataset needs its own.
+        rewards: the solve step's reward functions; default CRSP's own.
         tracker: where metrics go (``NullTracker`` when tracking is off or rank != 0).
-        accelerator: default ``make_accelerator(train.mixed_precision, "auto")``.
-        generation: default from ``generation.backend`` (in-process or a managed server).
-        callbacks: ``trainer.callbacks.TrainerCallback``s (or objects with some of its hooks).
+        accelerator, generation: default from the settings (``trainer.setup``).
+        callbacks: ``transformers.TrainerCallback``s (classes or instances).
+        args: the ``TrainingArguments`` callbacks see (``hf_flow.loop_args``).
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
                  out_dir: str | Path, tasks: Sequence[Task] = (),
                  heldout_tasks: Sequence[Task] = (), rewards: RewardSet | None = None,
                  tracker: Tracker | None = None, accelerator: Any | None = None,
-                 generation: PolicyGeneration | None = None, callbacks: Sequence = ()) -> None:
+                 generation: PolicyGeneration | None = None, callbacks: Sequence = (),
+                 args: Any = None) -> None:
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision, "auto")
         processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         train = epoch_budget(settings.train, tasks, processes)  # train.num_epochs: its steps
         settings = replace(settings, train=train)
         self.settings, self.out_dir, self.tokenizer = settings, Path(out_dir), tokenizer
-        self.tracker, self.callbacks = tracker or NullTracker(), Callbacks(callbacks)
-        parts = prepare_policy_parts(model, train, self.accelerator)
-        self.model, self.optimizer, self.reference = parts.model, parts.optimizer, parts.reference
-        self.replica, self.sharded = parts.replica, parts.sharded
-        self.trainable_params, self.total_params = parts.trainable_params, parts.total_params
-        self._own_generation, self.step = generation is None, 0
-        self.rng = random.Random(settings.crsp.seed + rank)
+        self.tracker = tracker or NullTracker()
+        self.parts = prepare_policy_parts(model, train, self.accelerator)
+        self.args = loop_args(args, train, str(out_dir))
+        self.run = new_state(self.args, train.steps, seed=settings.crsp.seed, rank=rank,
+                             is_main=self.accelerator.is_main_process)
+        self._own_generation = generation is None
         self.schedule = make_alpha_schedule_from(settings.reward)
         self.episode_options = episode_options(
             settings, dataset=any(isinstance(task, PromptTask) for task in tasks))
@@ -126,65 +121,60 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         self.generation = generation or self._default_generation()
         # in-process samples come from the very weights being trained: ratio exactly 1
         self.update_options = update_options(
-            settings, lockstep=self.sharded,
+            settings, lockstep=self.parts.sharded,
             on_policy=isinstance(self.generation, InProcessGeneration))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.solve_samples = 0  # solve responses generated for training (the curve's x axis)
-        self.curve = []  # learning_curve.CurvePoint per evaluation
-        self.heldout_verdicts: list[list[bool]] = []  # per evaluation: each held-out task
+        self.final_evaluation: dict[str, float] = {}  # the end's held-out scores
+        self.callbacks = callback_handler(self.args, callbacks, self.parts.unwrapped, tokenizer,
+                                          self.parts.optimizer)
+        self.control = self.callbacks.on_init_end(self.args, self.run.hf, TrainerControl())
+
+    # the parts and the run's progress, by the names the loop and its users read
+    model, optimizer = (property(lambda self: self.parts.model),
+                        property(lambda self: self.parts.optimizer))
+    unwrapped_model = property(lambda self: self.parts.unwrapped)
+    total_params = property(lambda self: self.parts.total_params)
+    state = property(lambda self: self.run.hf)  # transformers' TrainerState
+    curve, heldout_verdicts, solve_samples = (property(lambda self: self.run.curve),
+                                              property(lambda self: self.run.heldout_verdicts),
+                                              property(lambda self: self.run.solve_samples))
 
     @property
-    def unwrapped_model(self) -> Any:
-        """The model without accelerate/DDP wrappers (sharded: the FSDP module itself)."""
-        return self.accelerator.unwrap_model(self.model)
+    def step(self) -> int:
+        """Completed optimizer steps (``state.global_step``)."""
+        return self.run.hf.global_step
 
-    @property
-    def generation_model(self) -> Any:
-        """What generates: the trained model, or its gathered replica when sharded."""
-        return self.replica.model if self.sharded else self.unwrapped_model
+    @step.setter
+    def step(self, value: int) -> None:
+        self.run.hf.global_step = value
 
-    def exported_policy(self) -> Any:
-        """What a generation server loads (``save_pretrained``): merged, gathered weights."""
-        return self.replica if self.sharded else exported(self.unwrapped_model)
+    def train(self) -> TrainOutput:
+        """Run until ``train.steps`` or a callback stops it.
 
-    def _default_generation(self) -> PolicyGeneration:
-        return make_generation(self.settings.generation, self.settings.train, self.accelerator,
-                               policy=self.generation_model, exported=self.exported_policy(),
-                               tokenizer=self.tokenizer, out_dir=self.out_dir, step=self.step)
-
-    def alphas(self, step: int) -> Alphas:
-        """Schedule value at ``step`` (1-based): the first step gets the start, the last the end."""
-        total = self.settings.train.steps
-        return self.schedule(step - 1, max(total - 1, 1)) if total > 1 else self.schedule(1, 1)
-
-    def train(self) -> TrainResult:
-        """Run until ``train.steps``; checkpoint on schedule, at the end and on Ctrl+C/SIGTERM."""
-        metrics: dict[str, float] = {}
-        evaluation: dict[str, float] = {}
+        Checkpoints on schedule, at the end and on Ctrl+C/SIGTERM (saying what was kept).
+        """
+        started = time.perf_counter()
+        self.control = self.callbacks.on_train_begin(self.args, self.run.hf, self.control)
         try:
             if self.step == 0:  # a fresh run: the curve starts at the base model
                 self._log(self.evaluate())
-            while self.step < self.settings.train.steps:
+            while self.step < self.settings.train.steps and not self.control.should_training_stop:
+                self.control = self.callbacks.on_step_begin(self.args, self.run.hf, self.control)
                 metrics, episode = self.train_step()
                 self.step += 1
                 self._after_step(metrics, episode)
-            evaluation = self.evaluate()
-            self._log(evaluation)
+            self.final_evaluation = self.evaluate()
+            self._log(self.final_evaluation)
             self.save_curve()
-            self.callbacks.train_end(self.step, evaluation)
+            self.save_checkpoint()
+            self.save_model(self.out_dir)
+            self.control = self.callbacks.on_train_end(self.args, self.run.hf, self.control)
         except BaseException as error:
-            if not isinstance(error, Exception) or self.step == self.settings.train.steps:
-                logger.warning("stopped after step %d: saving a checkpoint", self.step)
-                self.save_checkpoint()
-            if isinstance(error, RewardError):  # the run ends FAILED: keep the traceback with it
-                self.tracker.log_text("".join(traceback.format_exception(error)),
-                                      REWARD_TRACEBACK)
+            self._keep_after(error)
             raise
         finally:
             self.close()
-        self.save_checkpoint()
-        model_dir = self.save_model(self.out_dir)
-        return TrainResult(self.step, metrics, evaluation, model_dir)
+        return hooks.train_output(self.run, time.perf_counter() - started)
 
     def train_step(self) -> tuple[dict[str, float], Episode]:
         """One step at ``self.step + 1`` (see the module docstring); returns metrics + episode."""
@@ -196,11 +186,12 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         update = self.update(episode)
         updated = time.perf_counter()
         self.buffers.add(episode.new_tasks)
-        self.solve_samples += sum(sample.role == "solve" for sample in episode.samples)
-        self.solve_samples += int(episode.counters.get("dynamic_sampling/dropped_samples", 0))
-        if self.sharded:
-            self.replica.refresh(self.model)  # a collective: every rank, once per step
-        reloaded = self.generation.sync(step, self.exported_policy())
+        self.run.solve_samples += sum(sample.role == "solve" for sample in episode.samples)
+        self.run.solve_samples += int(episode.counters.get("dynamic_sampling/dropped_samples",
+                                                           0))
+        if self.parts.sharded:
+            self.parts.replica.refresh(self.model)  # a collective: every rank, once per step
+        reloaded = self.generation.sync(step, self.parts.exported())
         elapsed = time.perf_counter() - started
         metrics = {
             **episode_metrics(episode, [t.value for t in self.episode_options.problem_types]),
@@ -218,18 +209,18 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
 
     def generate_and_score(self, step: int, alphas: Alphas) -> Episode:
         """The step's episode from the current policy, every response scored."""
-        self.unwrapped_model.eval()
+        self.parts.unwrapped.eval()
         seed = sampling_seed(self.settings.crsp.seed, step, self.accelerator.process_index)
         state = RewardState(step, self.settings.train.steps, self.buffers.epoch)
         episode = run_episode(
             self.generation.backend, self.executor, self.buffers, self.episode_options,
-            rewards=self.solve_rewards, state=state, step=step, alphas=alphas, rng=self.rng,
+            rewards=self.solve_rewards, state=state, step=step, alphas=alphas, rng=self.run.rng,
             seed=seed)
         if not self.settings.train.dynamic_sampling:
             return episode
         return refill_episode(
             episode, self.generation.backend, self.buffers, self.episode_options,
-            at_alphas(self.solve_rewards, alphas), state, seed=seed, rng=self.rng,
+            at_alphas(self.solve_rewards, alphas), state, seed=seed, rng=self.run.rng,
             max_rounds=self.settings.train.dynamic_sampling_max_rounds)
 
     def update(self, episode: Episode) -> dict[str, float]:
@@ -241,7 +232,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         lr = set_learning_rate(self.optimizer, train.learning_rate, lr_factor(
             self.step + 1, total=train.steps, warmup=train.lr_warmup_steps,
             schedule=train.lr_schedule))
-        base = {**counts, "lr": lr, "model/trainable_params": float(self.trainable_params),
+        base = {**counts, "lr": lr, "model/trainable_params": float(self.parts.trainable_params),
                 "generation/policy_lag": float(self.step - self.generation.policy_step)}
         if batch is None and self.accelerator.num_processes > 1:  # the others need this rank
             logger.warning("rank %d: step %d produced no trainable rollout; joining the update "
@@ -254,7 +245,7 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
                 self.model, self.optimizer, self.accelerator, batch, rollouts.roles,
                 rollouts.baseline_groups, self.update_options,
                 temperature=policy_temperature(semantics, train.temperature),
-                reference=self.reference)
+                reference=self.parts.reference)
         if not update:
             logger.warning("step %d produced no trainable rollout; no update", self.step + 1)
             return base
@@ -262,35 +253,39 @@ class SelfPlayTrainer(TrainerCheckpoints, HeldoutEvaluation):
         return {**base, **update, "trained_tokens": trained}
 
     def _after_step(self, metrics: dict[str, float], episode: Episode) -> None:
-        train = self.settings.train
-        self._log(metrics, model=self.generation_model)  # ranks' replicas: equal sums
-        self.callbacks.step_end(self.step, metrics)
+        train, run = self.settings.train, self.run
+        self._log(metrics, model=self.parts.generation_model)  # ranks' replicas: equal sums
+        run.last_metrics = dict(metrics)
+        if "loss" in metrics:
+            run.losses.append(float(metrics["loss"]))
+        run.hf.epoch = float(self.buffers.epoch)
+        self.control = self.callbacks.on_step_end(self.args, run.hf, self.control)
         if self.step == 1:  # the first episode samples the base policy: its per-family rates
             for warning in flat_family_warnings(episode):
                 logger.warning("step 1 (base policy): %s", warning)
         if self.step % train.sample_table_interval == 0 and self.accelerator.is_main_process:
             self.tracker.log_dict(sample_table(episode, self.step),
                                   f"samples/step_{self.step:06d}.json")
-        if self.step % train.checkpoint_interval == 0 and self.step < train.steps:
-            self.save_checkpoint()
-        if train.eval_interval and self.step % train.eval_interval == 0 \
-                and self.step < train.steps:
+        if self.control.should_log:
+            self.log(trl_log_row(metrics, self.solve_rewards.names, run.hf.epoch))
+        last = self.step >= train.steps or self.control.should_training_stop
+        if self.control.should_evaluate and not last:  # the last step's comes after the loop
             self._log(self.evaluate())
+        if self.control.should_save and not last:
+            self.save_checkpoint()
 
     def _log(self, metrics: dict[str, float], model: Any = None) -> None:
         log_over_ranks(self.accelerator, self.tracker, self.step, metrics, model)
 
-    def save_model(self, out_dir: Path) -> Path:
-        """Save the final HF model dir (LoRA merged in) and ``train_summary.json``.
-
-        Every rank calls it (sharded: the weights are gathered to rank 0 first).
-        """
-        weights = self.gathered_weights()
-        if self.accelerator.is_main_process:
-            save_final_model(self.unwrapped_model, self.tokenizer, Path(out_dir),
-                             steps=self.step, algorithm=self.settings.train.algorithm_name,
-                             weights=weights)
-        return Path(out_dir)
+    # evaluation, checkpoints and the run's end (trainer.hooks)
+    evaluate, log, alphas = hooks.evaluate, hooks.log, hooks.alphas
+    _default_generation = hooks.default_generation
+    evaluate_tasks = hooks.evaluate_tasks
+    save_checkpoint = hooks.save_checkpoint
+    resume = hooks.resume
+    save_curve = hooks.save_curve
+    save_model = hooks.save_model
+    _keep_after = hooks.keep_after
 
     def close(self) -> None:
         """Stop the generation backend (and server) and the sandbox pool."""

@@ -23,9 +23,10 @@ from crsp_ops.crsp.policy.generation import (
     PolicyGeneration,
     ServerGeneration,
 )
-from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy
+from crsp_ops.crsp.policy.peft_setup import exported, parameter_counts, prepare_policy
 from crsp_ops.crsp.policy.sharding import (
     GenerationReplica,
+    full_state,
     local_parameters,
     require_distributed,
     shard_policy,
@@ -47,11 +48,30 @@ class PolicyParts:
     replica: GenerationReplica | None  # sharded: the full weights generation runs on
     trainable_params: int
     total_params: int
+    accelerator: Any
 
     @property
     def sharded(self) -> bool:
         """Whether the policy is FSDP2-sharded."""
         return self.replica is not None
+
+    @property
+    def unwrapped(self) -> Any:
+        """The model without accelerate/DDP wrappers (sharded: the FSDP module itself)."""
+        return self.accelerator.unwrap_model(self.model)
+
+    @property
+    def generation_model(self) -> Any:
+        """What generates: the trained model, or its gathered replica when sharded."""
+        return self.replica.model if self.sharded else self.unwrapped
+
+    def exported(self) -> Any:
+        """What a generation server loads (``save_pretrained``): merged, gathered weights."""
+        return self.replica if self.sharded else exported(self.unwrapped)
+
+    def gathered_weights(self) -> dict[str, torch.Tensor] | None:
+        """Sharded: the full state dict on rank 0 (a collective); otherwise ``None``."""
+        return full_state(self.model, rank0_only=True) if self.sharded else None
 
 
 def prepare_policy_parts(model: Any, train: TrainSettings, accelerator: Any) -> PolicyParts:
@@ -77,7 +97,7 @@ def prepare_policy_parts(model: Any, train: TrainSettings, accelerator: Any) -> 
     optimizer = make_optimizer(model, train, sharded=sharded)
     if not sharded:
         model, optimizer = accelerator.prepare(model, optimizer)
-    return PolicyParts(model, optimizer, reference, replica, trainable, total)
+    return PolicyParts(model, optimizer, reference, replica, trainable, total, accelerator)
 
 
 def make_optimizer(model: Any, train: TrainSettings, *, sharded: bool = False,
