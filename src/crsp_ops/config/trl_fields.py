@@ -340,8 +340,8 @@ def mapping_table(trl_defaults: Mapping[str, Any], crsp_values: Mapping[str, Any
     """docs/training.md's table of ``mapping_rows`` (Markdown)."""
     lines = ["| TRL field | crsp_ops key | TRL default | crsp_ops default (a dataset run) |",
              "| --- | --- | --- | --- |"]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
-              for row in mapping_rows(trl_defaults, crsp_values)]
+    lines += [f"| `{name}` | {where} | `{theirs}` | `{ours}` |"
+              for name, where, theirs, ours in mapping_rows(trl_defaults, crsp_values)]
     return "\n".join(lines) + "\n"
 
 
