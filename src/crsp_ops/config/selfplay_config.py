@@ -151,6 +151,10 @@ class TrainSettings:
     loss_constant_normalizer: int  # 0: the largest max_new_tokens_*
     importance_sampling_level: str  # "token" | "sequence" (GSPO; rl.trrpg)
     top_entropy_quantile: float = bounded(0.0, 1.0, open_low=True)  # 1: every token
+    sampling_correction: bool  # an engine that samples: weight the loss by pi_old / mu
+    sampling_correction_mode: str  # rl.sampling_correction.CORRECTION_MODES
+    sampling_correction_clip_max: float = bounded(0.0, 1e9, open_low=True)
+    sampling_correction_clip_min: float = bounded(0.0, 1e9)  # 0: no lower bound
     mask_truncated: bool
     step_when_flat: bool
     flat_group_advantage: str  # "zero" | "step" (rl.advantages)
@@ -168,6 +172,10 @@ class TrainSettings:
         if self.proposals_per_step == 0 and self.tasks_per_type == 0:
             raise ValueError("train.proposals_per_step and train.tasks_per_type are both 0: "
                              "nothing would be solved; raise one of them")
+        if self.sampling_correction_clip_min >= self.sampling_correction_clip_max:
+            raise ValueError(
+                f"train.sampling_correction_clip_min={self.sampling_correction_clip_min} must be "
+                f"below train.sampling_correction_clip_max={self.sampling_correction_clip_max}")
         if self.dynamic_sampling and self.solver_samples < 2:
             raise ValueError("train.dynamic_sampling needs train.solver_samples >= 2 (one "
                              "sample per task is always a flat group)")

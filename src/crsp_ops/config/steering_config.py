@@ -124,7 +124,7 @@ class DeltasSettings:
 class GenerationSettings:
     """The ``generation`` section: in-process transformers or an OpenAI-compatible server."""
 
-    backend: str  # "transformers" | "openai_server"
+    backend: str  # "transformers" | "openai_server" | "vllm_colocate" (config.engine_checks)
     engine: str  # "vllm" | "sglang" | "local" (the project's server) | "openai" (no steering)
     vllm_runner: str  # "auto" | "v1" | "v2": vLLM model runner of a started server
     base_url: str  # OpenAI API root (with /v1)
@@ -132,6 +132,7 @@ class GenerationSettings:
     api_key_env: str  # env var holding the server key ("" = dummy key)
     server_command: str  # "" = already running (engine=local: ours); else a command line
     memory_fraction: float = bounded(0.0, 1.0, open_low=True)  # {memory_fraction} of a command
+    vllm_sleep_mode: bool  # vllm_colocate: release weights and KV cache between generations
     health_path: str  # GET path on the server root
     startup_timeout_s: float = bounded(0.0, 86400.0, open_low=True)
     server_max_restarts: int  # restarts of a started server that died

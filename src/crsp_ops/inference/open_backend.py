@@ -6,6 +6,9 @@
 - ``generation.backend = transformers``: the model runs in this process
   (``TransformersBackend``, device ``model.device``), with the token table in its logits
   processor;
+- ``generation.backend = vllm_colocate``: a ``vllm.LLM`` in this process
+  (``ColocatedVLLMBackend``) loading the model directory, steered through the same processor
+  and token table as a vLLM server;
 - ``generation.backend = openai_server``: an ``OpenAIServerBackend`` talking to
   ``generation.base_url``. With ``generation.server_command`` set (or ``engine=local``: the
   project's own server), a ``ServerManager`` starts that command in its own process group
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from crsp_ops.config import Settings
+from crsp_ops.config.engine_checks import COLOCATED_BACKEND
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.inference.backend import GenerationBackend
@@ -61,6 +65,7 @@ from crsp_ops.inference.server_launch import (
 )
 from crsp_ops.inference.server_manager import ServerManager, probe_health
 from crsp_ops.inference.transformers_backend import TransformersBackend
+from crsp_ops.inference.vllm_colocated import ColocatedVLLMBackend
 from crsp_ops.models.model_ref import resolve_model_dir, resolve_tokenizer_dir
 from crsp_ops.steering.table import load_table_and_count
 from crsp_ops.steering.vllm_runner import installed_vllm_version
@@ -133,6 +138,13 @@ def open_backend(
         finally:
             backend.close()
         return
+    if settings.generation.backend == COLOCATED_BACKEND:
+        backend = _colocated_backend(settings, model_dir, clusters_dir, tokenizer_dir)
+        try:
+            yield backend
+        finally:
+            backend.close()
+        return
     with ExitStack() as stack:
         yield _server_backend(settings, model_dir, clusters_dir, table, n_clusters, stack,
                               tokenizer_dir, state_dir)
@@ -163,6 +175,20 @@ def _transformers_backend(
         tokenizer_dir=tokenizer_dir, token_clusters=table, n_clusters=n_clusters,
         batch_size=generation.batch_size, chat_template_kwargs=kwargs,
     )
+
+
+def _colocated_backend(settings: Settings, model_dir: str | os.PathLike,
+                       clusters_dir: str | os.PathLike | None,
+                       tokenizer_dir: str | os.PathLike | None = None) -> GenerationBackend:
+    generation = settings.generation
+    tokenizer = _local_tokenizer(tokenizer_dir or model_dir)
+    logger.info("colocated vLLM backend: %s (steering %s)", model_dir,
+                "on" if clusters_dir is not None else "off")
+    return ColocatedVLLMBackend(
+        model_dir, tokenizer, memory_fraction=generation.memory_fraction,
+        dtype=generation.dtype, seed=generation.seed, sleep_mode=generation.vllm_sleep_mode,
+        clusters_dir=clusters_dir,
+        chat_template_kwargs=checked_template_kwargs(tokenizer, generation.template_kwargs))
 
 
 def _server_backend(

@@ -16,7 +16,14 @@ against the truncated behaviour ``μ``: an importance weight from the distributi
 to the untruncated policy (below 1 on the kept tokens even without staleness), as TRL's vLLM
 importance-sampling correction does.
 
-Both backends render prompts with ``generation.chat_template_kwargs``, as the trainer's
+``ColocatedGeneration`` runs vLLM inside the trainer's process (TRL's ``vllm_mode="colocate"``,
+``inference.vllm_colocated``): started on the model's config and tokenizer alone, it gets the
+weights in memory at start and after every optimizer step (the merged weights under LoRA, the
+gathered replica when sharded); nothing is written to disk per step. Its samples are the
+current weights' up to the engine's numerics, and the update's importance-sampling correction
+(``rl.sampling_correction``) covers the rest, as for a server.
+
+Every backend renders prompts with ``generation.chat_template_kwargs``, as the trainer's
 ``InferenceContext`` does, so the recorded prompt ids match what the engine was fed.
 """
 
@@ -46,6 +53,7 @@ from crsp_ops.inference.server_launch import (
 )
 from crsp_ops.inference.server_manager import probe_health
 from crsp_ops.inference.transformers_backend import TransformersBackend
+from crsp_ops.inference.vllm_colocated import ColocatedVLLMBackend
 from crsp_ops.inference.weight_update import (
     IN_PLACE_ENGINES,
     VLLM_DEV_MODE_ENV,
@@ -293,3 +301,71 @@ class ServerGeneration(PolicyGeneration):
         if self.manager is not None:
             self.manager.stop()
             self.manager = None
+
+
+def exported_weights(exported: Any) -> dict[str, Any]:
+    """The full HF-named weights of what the trainer exports, in memory (no copy).
+
+    A plain model's state dict; a LoRA model's merged weights or a sharded policy's gathered
+    replica through their ``hf_weights``.
+    """
+    hf_weights = getattr(exported, "hf_weights", None)
+    return hf_weights() if hf_weights is not None else exported.state_dict()
+
+
+def write_engine_dir(exported: Any, tokenizer: Any, directory: Path) -> Path:
+    """An HF directory without weights: the config, generation config and tokenizer."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    exported.config.save_pretrained(directory)
+    generation_config = getattr(exported, "generation_config", None)
+    if generation_config is not None:
+        generation_config.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+class ColocatedGeneration(PolicyGeneration):
+    """Generate with vLLM in this process, handed the trainer's weights in memory every step.
+
+    Args:
+        exported: what the trainer exports (``PolicyParts.exported()``): its config names the
+            architecture; its weights are loaded at start and after every step.
+        tokenizer: the policy's tokenizer.
+        engine_dir: where the config and tokenizer the engine starts on are written.
+        generation: the ``generation`` settings (memory share, dtype, seed, sleep mode).
+        step: the trainer step of the initial weights (resume).
+        chat_template_kwargs: extra chat-template variables of every prompt.
+
+    The engine runs in the weights' dtype unless ``generation.dtype`` names one.
+    """
+
+    def __init__(self, exported: Any, tokenizer: Any, *, engine_dir: Path,
+                 generation: GenerationSettings, step: int,
+                 chat_template_kwargs: dict[str, Any] | None = None) -> None:
+        weights = exported_weights(exported)
+        dtype = generation.dtype if generation.dtype != "auto" else \
+            str(next(iter(weights.values())).dtype).removeprefix("torch.")
+        started = time.perf_counter()
+        self.backend = ColocatedVLLMBackend(
+            write_engine_dir(exported, tokenizer, engine_dir), tokenizer,
+            memory_fraction=generation.memory_fraction, dtype=dtype, load_format="dummy",
+            seed=generation.seed, sleep_mode=generation.vllm_sleep_mode,
+            chat_template_kwargs=chat_template_kwargs)
+        self.stats = {"in_memory_updates": 0, "update_s": 0.0,
+                      "engine_start_s": time.perf_counter() - started}
+        self._hand_over(weights, step)
+        logger.info("colocated vLLM engine started in %.1fs (%s, memory share %.2f)",
+                    self.stats["engine_start_s"], dtype, generation.memory_fraction)
+
+    def _hand_over(self, weights: dict[str, Any], step: int) -> None:
+        started = time.perf_counter()
+        self.backend.load_weights(weights.items())
+        self.stats["update_s"] = time.perf_counter() - started
+        self.stats["in_memory_updates"] += 1
+        self.policy_step = step
+
+    def sync(self, step: int, model: Any) -> bool:
+        """Hand the weights of ``step`` to the engine in memory (every step, as TRL does)."""
+        self._hand_over(exported_weights(model), step)
+        return True

@@ -129,6 +129,15 @@ class MergedView:
         """The merged HF model directory."""
         save_hf_model(self.model, Path(directory), merged=True)
 
+    @property
+    def config(self) -> Any:
+        """The base model's HF config."""
+        return self.model.get_base_model().config
+
+    def hf_weights(self) -> dict[str, torch.Tensor]:
+        """The merged weights under HF names (what ``save_pretrained`` writes), in memory."""
+        return hf_state_dict(self.model, merged=True)
+
 
 def exported(model: Any) -> Any:
     """``model`` itself, or a ``MergedView`` of a LoRA model."""

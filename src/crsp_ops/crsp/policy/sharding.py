@@ -154,6 +154,15 @@ class GenerationReplica:
         """The replica's HF directory (what a generation server loads)."""
         self.model.save_pretrained(directory)
 
+    @property
+    def config(self) -> Any:
+        """The replica's HF config."""
+        return self.model.config
+
+    def hf_weights(self) -> dict[str, torch.Tensor]:
+        """The replica's weights under HF names, in memory."""
+        return self.model.state_dict()
+
 
 def most_over_ranks(accelerator: Any, count: int) -> int:
     """The largest ``count`` over the ranks (``count`` itself with one process)."""

@@ -74,6 +74,7 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
                 ref_coef: float = 0.0, weights: torch.Tensor | None = None,
                 importance_sampling_level: str = "token",
                 token_mask: torch.Tensor | None = None,
+                sampling_weights: torch.Tensor | None = None,
                 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The algorithm's registered loss and its metrics for one batch (``trrpg.surrogate_loss``).
 
@@ -93,6 +94,8 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
         importance_sampling_level: ``token`` or ``sequence`` (GSPO).
         token_mask: ``(B, T)`` tokens whose policy loss counts, ``None``: all
             (``entropy_mask.high_entropy_mask``).
+        sampling_weights: ``(B, T)`` importance weights of the sampler's mismatch or ``None``
+            (``sampling_correction``).
 
     Returns:
         ``(loss, metrics)``.
@@ -105,4 +108,4 @@ def policy_loss(algorithm: PolicyGradientAlgorithm, logp_new: torch.Tensor,
                           ref_kl=ref_kl, ref_coef=ref_coef, weights=weights,
                           objective=algorithm.loss,
                           importance_sampling_level=importance_sampling_level,
-                          token_mask=token_mask)
+                          token_mask=token_mask, sampling_weights=sampling_weights)

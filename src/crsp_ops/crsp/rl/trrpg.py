@@ -200,6 +200,7 @@ def surrogate_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: t
                    ref_coef: float = 0.0, weights: torch.Tensor | None = None,
                    objective: str = "trrpg", importance_sampling_level: str = "token",
                    token_mask: torch.Tensor | None = None,
+                   sampling_weights: torch.Tensor | None = None,
                    ) -> tuple[torch.Tensor, dict[str, float]]:
     """The loss ``−J`` of a registered objective over the batch's response tokens, and metrics.
 
@@ -220,6 +221,9 @@ def surrogate_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: t
         importance_sampling_level: ``token`` or ``sequence`` (GSPO).
         token_mask: ``(B, T)`` bool, the tokens whose ``−J`` counts (``entropy_mask``); the
             others still count in the denominator and the reference KL, as in TRL.
+        sampling_weights: ``(B, T)`` importance weights of the sampler/trainer mismatch
+            (``sampling_correction.sampling_weights``, no gradient) multiplying each token's
+            ``−J`` (not the reference KL, as in TRL); ``None``: none.
 
     Returns:
         ``(loss, metrics)`` with metrics ``loss``, ``kl``, ``ratio_mean``, ``ratio_max``,
@@ -235,6 +239,8 @@ def surrogate_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: t
     per_token = -objective_value
     if token_mask is not None:
         per_token = per_token * token_mask
+    if sampling_weights is not None:
+        per_token = per_token * sampling_weights.detach()
     if ref_kl is not None:
         per_token = per_token + ref_coef * torch.where(mask, ref_kl, torch.zeros_like(ref_kl))
     loss = per_token.sum() / tokens if weights is None else (per_token * weights).sum()

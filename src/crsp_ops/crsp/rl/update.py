@@ -7,6 +7,10 @@ measure only real staleness (a server serving older weights, or a second update 
 With in-process (on-policy) generation the first epoch's detached log-probs replace the
 sampler's: the ratio is exactly 1 there, with no second forward.
 
+An engine that samples (served, colocated), with ``sampling_correction`` (TRL's vLLM
+importance-sampling correction): the same, and each token's loss weighted by the bounded
+``π_old / μ`` to the engine's log-probs (``sampling_correction``); without it: ratio to ``μ``.
+
 Cost and memory: rows are packed into micro-batches by length under a padded-token budget
 sized per device (``micro_batching``), so activation memory is bounded whatever the rollout
 lengths. The model computes logits only from the
@@ -55,7 +59,7 @@ from typing import Any
 
 import torch
 
-from crsp_ops.crsp.policy.sharding import as_float, most_over_ranks
+from crsp_ops.crsp.policy.sharding import most_over_ranks
 from crsp_ops.crsp.rl.algorithms import PolicyGradientAlgorithm, compute_advantages, policy_loss
 from crsp_ops.crsp.rl.entropy_mask import high_entropy_mask
 from crsp_ops.crsp.rl.loss_aggregation import step_denominator, token_weights
@@ -64,7 +68,9 @@ from crsp_ops.crsp.rl.micro_batching import (
     micro_batches,
     prompt_micro_batches,
 )
+from crsp_ops.crsp.rl.optimizer_step import clip_gradients, optimizer_step
 from crsp_ops.crsp.rl.reference_kl import ReferencePolicy, kl_estimate
+from crsp_ops.crsp.rl.sampling_correction import METRICS, SamplingCorrection, corrected
 from crsp_ops.crsp.rl.shared_prefix import (
     PrefixPlan,
     group_plan,
@@ -100,6 +106,7 @@ class UpdateOptions:
     flat_group_advantage: str = "zero"  # advantages.FLAT_GROUP_MODES
     importance_sampling_level: str = "token"  # trrpg.IMPORTANCE_SAMPLING_LEVELS; sequence: GSPO
     top_entropy_quantile: float = 1.0  # < 1: policy loss on the top-entropy tokens only
+    sampling_correction: SamplingCorrection | None = None  # engine samples: weight by π_old/μ
 
 
 def mask_rows(batch: TrainingBatch, rows: Sequence[int]) -> TrainingBatch:
@@ -144,9 +151,11 @@ def _weighted_metrics(parts: list[tuple[float, dict[str, float]]]) -> dict[str, 
     """
     keys = ["kl", "ratio_mean", "clip_fraction", "log_ratio_clamped_fraction"]
     keys += ["ref_kl"] if "ref_kl" in parts[0][1] else []
+    keys += [key for key in METRICS if key in parts[0][1] and not key.endswith("_max")]
     out = {key: sum(w * m[key] for w, m in parts) for key in keys}
     out["loss"] = sum(m["loss"] for _, m in parts)
-    out["ratio_max"] = max(m["ratio_max"] for _, m in parts)
+    out.update({key: max(m[key] for _, m in parts) for key in ("ratio_max", *METRICS)
+                if key.endswith("_max") and key in parts[0][1]})
     return out
 
 
@@ -202,13 +211,16 @@ def _reference_logprobs(reference: ReferencePolicy, input_ids, attention_mask,
 
 def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, options,
               temperature: float, scale: float, groups: list[list[int]],
-              current: dict[int, torch.Tensor], denominator: float,
+              current: dict[int, tuple], denominator: float,
               reference: ReferencePolicy | None, plans: list[PrefixPlan | None]
               ) -> dict[str, float]:
     """One gradient-accumulation pass over ``groups``; fills ``current`` on the first pass.
 
     ``plans``: each group's shared prompt encodings (``None``: every row encoded whole).
+    ``current``: per micro-batch, the trainer's old log-probs (on-policy, or corrected), the
+    sampling weights and their metrics.
     """
+    own_old = options.on_policy or options.sampling_correction is not None
     total = float(batch.loss_mask.sum().clamp(min=1))
     lengths = batch.attention_mask.sum(1)  # (B,) on the host: no device sync below
     parts = []
@@ -228,10 +240,12 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
         with sync, accelerator.autocast():
             logp_new, entropies = micro_logprobs(model, input_ids, attention_mask, temperature,
                                                  first, plan, entropy=quantile < 1)
-            if options.on_policy and index not in current:
-                current[index] = logp_new.detach()  # ratio exactly 1 on the first epoch
-            old = current[index] if options.on_policy else \
-                batch.old_logprobs[rows, :width].to(device)
+            sampler = batch.old_logprobs[rows, :width]
+            if own_old and index not in current:  # π_old: fixed for the later epochs
+                current[index] = (logp_new.detach(), None, {}) if options.on_policy else \
+                    corrected(logp_new, sampler.to(device), mask, options.sampling_correction)
+            old, weights, correction = current[index] if own_old else \
+                (sampler.to(device), None, {})
             ref_kl = None
             if reference is not None:
                 ref_logp = _reference_logprobs(reference, input_ids, attention_mask,
@@ -246,9 +260,9 @@ def _one_pass(model, accelerator, batch: TrainingBatch, advantages, roles, optio
                                       normalizer=options.constant_normalizer),
                 importance_sampling_level=options.importance_sampling_level,
                 token_mask=None if entropies is None else
-                high_entropy_mask(entropies, mask, quantile))
+                high_entropy_mask(entropies, mask, quantile), sampling_weights=weights)
             accelerator.backward(loss * scale)
-        parts.append((weight, metrics))
+        parts.append((weight, {**metrics, **correction}))
     return _weighted_metrics(parts)
 
 
@@ -279,7 +293,9 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
         ``ratio_mean``, ``ratio_max``, ``clip_fraction``, ``log_ratio_clamped_fraction``,
         ``grad_norm``, ``update_skipped`` (1: every advantage of every rank was 0: no step, or
         a zero-gradient one with ``step_when_flat``),
-        ``advantage_abs_mean`` (ranks with rollouts) and ``ref_kl`` with a reference.
+        ``advantage_abs_mean`` (ranks with rollouts), ``ref_kl`` with a reference, and
+        with a sampling correction ``is_ratio_mean``, ``is_capped_fraction``,
+        ``sampling_logp_diff_mean`` and ``sampling_logp_diff_max``.
     """
     shares = _rank_shares(accelerator, batch, options.loss_aggregation)
     if shares is None:
@@ -290,7 +306,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     advantages, skip = _advantages(accelerator, batch, roles, baseline_groups, options)
     params = [p for p in model.parameters() if p.requires_grad]
     groups, plans = _row_groups(model, accelerator, batch, options, params)
-    current: dict[int, torch.Tensor] = {}  # on-policy old log-probs per micro-batch
+    current: dict[int, tuple] = {}  # trainer's old log-probs (and weights) per micro-batch
     metrics: dict[str, float] = {}
     idle = (most_over_ranks(accelerator, len(groups)) - len(groups) if options.lockstep
             else int(batch is None))
@@ -301,8 +317,9 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
                                 temperature, scale, groups, current, local, reference, plans)
         for _ in range(idle):
             _idle_pass(model, accelerator, reference if options.lockstep else None)
-        metrics["grad_norm"] = _clip_gradients(accelerator, params, options)
-        if not _optimizer_step(optimizer, params, skip, options.step_when_flat):
+        metrics["grad_norm"] = clip_gradients(accelerator, params, options.max_grad_norm,
+                                             lockstep=options.lockstep)
+        if not optimizer_step(optimizer, params, skip, options.step_when_flat):
             break  # every rank agrees: the weights, hence later epochs, would not change
     optimizer.zero_grad(set_to_none=True)
     metrics["update_skipped"] = float(skip)
@@ -330,25 +347,6 @@ def _row_groups(model: Any, accelerator: Any, batch: TrainingBatch | None,
     groups = prompt_micro_batches(keys, batch.prompt_lengths.tolist(), lengths,
                                   options.micro_batch_size, max_tokens)
     return groups, [group_plan(batch, keys, group) for group in groups]
-
-
-def _optimizer_step(optimizer: Any, params: list, flat: bool, step_when_flat: bool) -> bool:
-    """The epoch's optimizer step; False when a flat step (no advantage anywhere) takes none.
-
-    A flat step's gradient is a KL term's noise or 0, and is never applied: with
-    ``step_when_flat`` it is replaced by 0 and AdamW still steps (its momentum alone moves the
-    weights, as in TRL's Trainer).
-    """
-    if flat:
-        if not step_when_flat:
-            return False
-        for param in params:
-            if param.grad is None:
-                param.grad = torch.zeros_like(param)
-            else:
-                param.grad.zero_()
-    optimizer.step()
-    return True
 
 
 def _rank_shares(accelerator: Any, batch: TrainingBatch | None, aggregation: str
@@ -385,15 +383,3 @@ def _advantages(accelerator: Any, batch: TrainingBatch | None, roles: Sequence[s
     skip = advantage_signal_over_ranks(
         accelerator, None if advantages is None else advantages * training_rows) == 0
     return advantages, skip
-
-
-def _clip_gradients(accelerator: Any, params: list[torch.Tensor], options: UpdateOptions
-                    ) -> float:
-    """Clip to ``max_grad_norm`` (when > 0) and return the gradient norm before clipping."""
-    if options.max_grad_norm > 0:  # sharded: torch's own clip, DTensor-aware
-        norm = (torch.nn.utils.clip_grad_norm_(params, options.max_grad_norm)
-                if options.lockstep else
-                accelerator.clip_grad_norm_(params, options.max_grad_norm))
-    else:
-        norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-    return as_float(norm)

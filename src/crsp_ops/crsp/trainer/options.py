@@ -19,6 +19,7 @@ from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.executor import SandboxExecutor, SandboxLimits
 from crsp_ops.crsp.rewards.alpha_schedule import Alphas, AlphaSchedule, make_alpha_schedule
 from crsp_ops.crsp.rl.algorithms import get_algorithm
+from crsp_ops.crsp.rl.sampling_correction import SamplingCorrection
 from crsp_ops.crsp.rl.update import UpdateOptions
 from crsp_ops.crsp.selfplay.episode import EpisodeOptions
 from crsp_ops.crsp.selfplay.epochs import EpochBuffer, steps_per_epoch
@@ -93,7 +94,17 @@ def update_options(settings: SelfPlaySettings, *, lockstep: bool = False,
         flat_group_advantage=train.flat_group_advantage,
         importance_sampling_level=train.importance_sampling_level,
         top_entropy_quantile=train.top_entropy_quantile,
+        sampling_correction=sampling_correction(train),
         lockstep=lockstep, on_policy=on_policy)
+
+
+def sampling_correction(train: TrainSettings) -> SamplingCorrection | None:
+    """The importance-sampling correction of an engine's samples, ``None`` when off."""
+    if not train.sampling_correction:
+        return None
+    return SamplingCorrection(train.sampling_correction_mode,
+                              clip_max=train.sampling_correction_clip_max,
+                              clip_min=train.sampling_correction_clip_min)
 
 
 def schedule_record(settings: SelfPlaySettings, *, reads_alpha: bool = True) -> dict[str, Any]:

@@ -15,10 +15,13 @@ from typing import Any
 
 import torch
 
+from crsp_ops.config.engine_checks import COLOCATED_BACKEND
+from crsp_ops.config.errors import ConfigError
 from crsp_ops.config.selfplay_config import TrainSettings
 from crsp_ops.config.steering_config import GenerationSettings
 from crsp_ops.crsp.policy.accelerator import require_replicated
 from crsp_ops.crsp.policy.generation import (
+    ColocatedGeneration,
     InProcessGeneration,
     PolicyGeneration,
     ServerGeneration,
@@ -116,12 +119,21 @@ def make_optimizer(model: Any, train: TrainSettings, *, sharded: bool = False,
 def make_generation(generation: GenerationSettings, train: TrainSettings, accelerator: Any, *,
                     policy: Any, exported: Any, tokenizer: Any, out_dir: Path,
                     step: int) -> PolicyGeneration:
-    """The configured backend: a served engine fed ``exported``, or ``policy`` in process.
+    """The configured backend: a served or colocated engine fed ``exported``, or ``policy``.
 
     Raises:
-        ConfigError: ``generation.chat_template_kwargs`` the model's template does not read.
+        ConfigError: ``generation.chat_template_kwargs`` the model's template does not read,
+            or the colocated engine under several processes.
     """
     kwargs = checked_template_kwargs(tokenizer, generation.template_kwargs)
+    if generation.backend == COLOCATED_BACKEND:
+        if accelerator.num_processes > 1:  # each rank's engine would join vLLM's own group
+            raise ConfigError(f"generation.backend={COLOCATED_BACKEND} runs in one process; "
+                              "use generation.backend=openai_server under a multi-process "
+                              "launch")
+        return ColocatedGeneration(exported, tokenizer, engine_dir=Path(out_dir) / "colocated",
+                                   generation=generation, step=step,
+                                   chat_template_kwargs=kwargs)
     if generation.backend == "openai_server":
         served = Path(out_dir) / "served"  # one directory per rank: no two writers
         if accelerator.num_processes > 1:
