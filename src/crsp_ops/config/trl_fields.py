@@ -77,6 +77,15 @@ MAPPED: dict[str, Mapped] = {
                                        alias_of="gradient_checkpointing"),
     "importance_sampling_level": Mapped("train.importance_sampling_level", str),
     "top_entropy_quantile": Mapped("train.top_entropy_quantile", float),
+    "vllm_gpu_memory_utilization": Mapped("generation.memory_fraction", float),
+    "vllm_enable_sleep_mode": Mapped("generation.vllm_sleep_mode", bool),
+    "vllm_importance_sampling_correction": Mapped("train.sampling_correction", bool),
+    "vllm_importance_sampling_mode": Mapped("train.sampling_correction_mode", str),
+    "vllm_importance_sampling_clip_max": Mapped("train.sampling_correction_clip_max", float),
+    "vllm_importance_sampling_cap": Mapped("train.sampling_correction_clip_max", float,
+                                           alias_of="vllm_importance_sampling_clip_max"),
+    "vllm_importance_sampling_clip_min": Mapped("train.sampling_correction_clip_min",
+                                                lambda v: float(v or 0.0)),
 }
 
 # Read together by one function each (below); the table shows their keys.
@@ -92,6 +101,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "reporting": ("report_to",),
     "model": ("model_init_kwargs",),
     "optimizer": ("optim",),
+    "engine": ("use_vllm", "vllm_mode"),
 }
 GROUP_KEYS: dict[str, str] = {
     "per_device_train_batch_size": "train.micro_batch_size; with gradient_accumulation_steps "
@@ -121,6 +131,9 @@ GROUP_KEYS: dict[str, str] = {
     "report_to": "tracking.enabled (mlflow/all: on, none: off)",
     "model_init_kwargs": "model.dtype (its dtype / torch_dtype)",
     "optim": "AdamW (adamw_torch, adamw_torch_fused)",
+    "use_vllm": "generation.backend (False: transformers; True: vllm_colocate)",
+    "vllm_mode": "colocate only (TRL's vllm-serve protocol: use generation.backend="
+                 "openai_server)",
 }
 
 # Honoured by CRSPTrainer itself, through transformers' own TrainingArguments and callbacks.
@@ -306,10 +319,20 @@ def _optimizer(known: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _engine(known: Mapping[str, Any]) -> dict[str, Any]:
+    if not known.get("use_vllm"):
+        return {"generation.backend": "transformers"}
+    if known.get("vllm_mode", "colocate") != "colocate":
+        raise TrlFieldError(f"vllm_mode={known.get('vllm_mode')!r}: crsp_ops runs vLLM colocated "
+                            f"(TRL's vllm-serve protocol is not spoken; for a served engine set "
+                            f"generation.backend=openai_server)")
+    return {"generation.backend": "vllm_colocate"}
+
+
 _GROUP_READERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "batch": _batch, "budget": _budget, "loss": _loss, "precision": _precision,
     "schedule": _schedule, "saving": _saving, "evaluation": _evaluation,
-    "reporting": _reporting, "model": _model, "optimizer": _optimizer}
+    "reporting": _reporting, "model": _model, "optimizer": _optimizer, "engine": _engine}
 
 
 def target(name: str) -> str | None:

@@ -34,6 +34,10 @@ TRL_DEFAULTS: dict[str, Any] = {
     "warmup_steps": 0, "save_strategy": "steps", "save_steps": 500, "save_total_limit": None,
     "eval_strategy": "no", "eval_steps": None, "report_to": "none", "model_init_kwargs": None,
     "optim": "adamw_torch_fused", "logging_steps": 10, "reward_weights": None,
+    "use_vllm": False, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3,
+    "vllm_enable_sleep_mode": False, "vllm_importance_sampling_correction": True,
+    "vllm_importance_sampling_mode": "sequence_mask", "vllm_importance_sampling_clip_max": 3.0,
+    "vllm_importance_sampling_clip_min": None,
 }
 # What TRL's GRPOTrainer does with no field to say so: one baseline per prompt, a flat group's
 # advantage 0, an optimizer step on every batch, no per-role KL.
@@ -72,6 +76,14 @@ class CRSPConfig(TrainingArguments):
     top_entropy_quantile: float | None = None
     reward_weights: list[float] | None = None
     model_init_kwargs: dict[str, Any] | None = None
+    use_vllm: bool | None = None
+    vllm_mode: str | None = None
+    vllm_gpu_memory_utilization: float | None = None
+    vllm_enable_sleep_mode: bool | None = None
+    vllm_importance_sampling_correction: bool | None = None
+    vllm_importance_sampling_mode: str | None = None
+    vllm_importance_sampling_clip_max: float | None = None
+    vllm_importance_sampling_clip_min: float | None = None
 
 
 @dataclass(frozen=True)
