@@ -14,7 +14,10 @@ arms of a run the same) with the same reward file,
 samples per prompt, prompts per step and completion budget (each task's own unless
 ``--tasks-per-step`` / ``--max-new-tokens`` set every task's), temperature and learning rate, and
 scores them greedily on the split's file (``dev.jsonl`` or ``test.jsonl``). CRSP runs with its
-defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. A run whose
+defaults for a dataset (``train.preset=auto``); GRPO with TRL's own loss defaults. Both arms
+train at ``--learning-rate`` (1e-5, the earlier claims' rate, unless set); ``--learning-rate
+dataset`` is the rate CRSP ships for a dataset run (the ``dataset`` preset's), so the CRSP arm
+runs its shipped defaults, learning rate included, and GRPO the same rate. A run whose
 ``learning_curve.json`` is already under ``--out`` is kept, so the suite resumes; ``--only-seeds``
 shares the runs between processes or machines writing into one ``--out`` (the one that finds
 every run on disk prints the summary). ``--arms crsp --runs-from DIR`` retrains one arm only
@@ -47,12 +50,16 @@ from provenance import stamp  # noqa: E402
 from splits import LEARNING_CURVE, SPLITS  # noqa: E402
 
 from crsp_ops.atomic_io import atomic_path  # noqa: E402
+from crsp_ops.config.train_presets import PRESETS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNING_CURVE_SCRIPT = Path(__file__).resolve().parent / "learning_curve.py"
 ARMS = ("crsp", "grpo")
 GOAL_MARGIN = 0.02  # CRSP may trail GRPO by at most this much, mean over runs
 SD_BUDGET = 0.05  # run-to-run standard deviation of the final success rate at a large budget
+# What a dataset run trains at unless the user sets a rate (train.preset=auto on a dataset): its
+# one home is the ``dataset`` preset; ``--learning-rate dataset`` names it.
+DATASET_LEARNING_RATE = PRESETS["dataset"]["train.learning_rate"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,15 @@ SUITE = {
 }
 
 
+def learning_rate(text: str) -> float:
+    """``--learning-rate``: a number, or ``dataset`` for the rate CRSP ships for a dataset run.
+
+    >>> learning_rate("dataset") == DATASET_LEARNING_RATE, learning_rate("1e-5")
+    (True, 1e-05)
+    """
+    return DATASET_LEARNING_RATE if text == "dataset" else float(text)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
@@ -93,7 +109,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--tasks-per-step", type=int, default=None,
                         help="every task's prompts per step (default: the task's own)")
     parser.add_argument("--samples", type=int, default=8, help="samples per prompt")
-    parser.add_argument("--learning-rate", type=float, default=1e-5)
+    parser.add_argument("--learning-rate", type=learning_rate, default=1e-5,
+                        help="both arms' learning rate (default 1e-5, the earlier claims'); "
+                             "'dataset': the shipped dataset default "
+                             f"({DATASET_LEARNING_RATE:g}, train.preset=dataset's)")
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--max-new-tokens", type=int, default=None,
                         help="every task's completion budget (default: the task's own)")

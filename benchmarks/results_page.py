@@ -37,7 +37,9 @@ from benchmarks.claims_table import (  # noqa: E402
 from benchmarks.provenance import is_ancestor, line_commits  # noqa: E402
 
 PAGE = Path("docs/results.md")
-OUTCOME_ORDER = ("met", "partly met", "not met", "no result yet")
+# A declaration without a result line or outcome: declared, its runs still to come.
+NOT_RUN = "declared, not run yet"
+OUTCOME_ORDER = ("met", "partly met", "not met", NOT_RUN)
 
 
 def _ci(values: list[float], sign: str = "+") -> str:
@@ -132,7 +134,7 @@ def attempts(root: Path = REPO) -> list[dict]:
                          "result") else "not computable (a notebook section, no result commit)",
                      "notebook": f"{RESULTS} § {note['result'][0]}" if note.get("result") else "",
                      "test_files": info["test_files"], "relook": looks.get(name, []),
-                     "outcome": note.get("outcome", "no result yet" if not numbers else "?"),
+                     "outcome": note.get("outcome", NOT_RUN if not numbers else "?"),
                      "shows": note.get("shows", ""),
                      "does_not_show": note.get("does_not_show", "")})
     return sorted(rows, key=lambda r: (r["date"] or "9999", r["commit"], r["name"]))
@@ -151,7 +153,7 @@ def order(declared_at: str, ran: list[str], root: Path) -> str:
     descends from the declaration commit; one that added the line must also differ from it (a
     run at the declaration's own tree, ``@<commit>``, may equal it)."""
     if not ran:
-        return "no result yet"
+        return "not run yet (no result line)"
     if not declared_at or not all(ran):
         return "not computable (a commit is missing)"
     late = [c for c in ran if (c == declared_at and not c.startswith("@"))

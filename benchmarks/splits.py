@@ -58,7 +58,7 @@ LEARNING_CURVE = {
     "dev": LearningCurveSplit("dev", schedule_seed=2,
                               sampling_seeds=(2, 102, 202, 302, 402, 502, 602, 702)),
     "test": LearningCurveSplit("test", schedule_seed=4521,
-                               sampling_seeds=tuple(range(4531, 4549))),
+                               sampling_seeds=tuple(range(4531, 4553))),
 }
 # Seeds a dev run has used for a choice (the self-play arm's schedule 0, the proposers
 # benchmark's 0-2 included): no test seed may be one of them.

@@ -9,7 +9,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_suite import ROOT, SUITE, main, run_command, shown, verdicts
+from benchmarks.learning_curve import arm_settings, settings_root
+from benchmarks.learning_curve import parse_args as curve_args
+from benchmarks.learning_suite import (
+    ROOT,
+    SUITE,
+    main,
+    parse_args,
+    run_command,
+    shown,
+    verdicts,
+)
+from crsp_ops.config import load_settings
 
 
 def rows(task, split):
@@ -94,6 +105,21 @@ def test_per_run_schedules_give_each_run_its_sampling_seeds_order(tmp_path):
     command = run_command(args, "review_sentiment", 102, tmp_path)
     assert command[command.index("--schedule-seed") + 1] == "102"
     assert command[command.index("--sampling-seed") + 1] == "102"
+
+
+def test_learning_rate_dataset_trains_both_arms_at_the_shipped_dataset_default(tmp_path):
+    argv = ["--model", "m", "--split", "test", "--seeds", "4549", "4550", "--out", str(tmp_path)]
+    assert parse_args(argv).learning_rate == 1e-5  # the earlier claims' rate stays the default
+    args = parse_args([*argv, "--learning-rate", "dataset", "--schedule", "per-run"])
+    for name in SUITE:
+        curve = curve_args(run_command(args, name, 4549, tmp_path)[2:])  # learning_curve.py's
+        # what a user's dataset run trains at with nothing set (train.preset=auto)
+        shipped = load_settings(settings_root(), [f"train.dataset={curve.dataset}"])
+        assert shipped.sources["train.learning_rate"] == "preset:dataset"
+        assert arm_settings(curve, "crsp").train.learning_rate == \
+            shipped.settings.train.learning_rate == curve.learning_rate  # GRPO's rate too
+    with pytest.raises(SystemExit):
+        parse_args([*argv, "--learning-rate", "shipped"])
 
 
 def summary(crsp, grpo, low):

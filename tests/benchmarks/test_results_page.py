@@ -35,8 +35,10 @@ def test_the_header_counts_are_computed(tmp_path):
     assert "a minus b welch: +0.07 [-0.15, +0.29] (Welch over runs)" in page
     (claims / "b_test.md").write_text("# Claim: b\n")
     page = render(tmp_path)
-    assert "**2 declared attempts**: 1 not met, 1 no result yet." in page
+    assert "**2 declared attempts**: 1 not met, 1 declared, not run yet." in page
     assert '<a id="b_test"></a>' in page and "| numbers | none yet |" in page
+    assert "| [b](#b_test) | declared, not run yet | no |" in page
+    assert "| outcome | **declared, not run yet** |" in page
 
 
 def test_a_suite_line_is_shown_per_task_with_each_arms_spread(tmp_path):
