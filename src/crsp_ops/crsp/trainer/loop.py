@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerControl
+from transformers import TrainerControl, set_seed
 from transformers.trainer_utils import TrainOutput
 
 from crsp_ops.crsp.policy.accelerator import make_accelerator
@@ -95,6 +95,7 @@ class SelfPlayTrainer:
                  args: Any = None) -> None:
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision, "auto")
         processes, rank = self.accelerator.num_processes, self.accelerator.process_index
+        set_seed(settings.crsp.seed)  # as Trainer does, every rank alike: LoRA init, saved RNG
         train = epoch_budget(settings.train, tasks, processes)  # train.num_epochs: its steps
         settings = replace(settings, train=train)
         self.settings, self.out_dir, self.tokenizer = settings, Path(out_dir), tokenizer
