@@ -83,23 +83,36 @@ def evaluate(trainer) -> dict[str, float]:
 
 
 def evaluate_tasks(trainer, tasks: Sequence[Task]) -> dict[str, float]:
-    """Greedy scores of ``tasks`` on the current policy, outside the learning curve."""
+    """Greedy scores of ``tasks`` on the current policy, outside the learning curve.
+
+    After ``train()`` closed its engine, a fresh one serves the trained weights meanwhile.
+    """
+    reopened = trainer.closed and trainer._own_generation
+    generation = trainer._default_generation() if reopened else trainer.generation
     trainer.parts.unwrapped.eval()
-    scores = score_heldout(
-        trainer.generation.backend, tasks,
-        at_alphas(trainer.solve_rewards, trainer.alphas(max(trainer.step, 1))),
-        RewardState(trainer.step, trainer.settings.train.steps, trainer.buffers.epoch),
-        max_new_tokens=trainer.settings.train.max_new_tokens_solve)
+    try:
+        scores = score_heldout(
+            generation.backend, tasks,
+            at_alphas(trainer.solve_rewards, trainer.alphas(max(trainer.step, 1))),
+            RewardState(trainer.step, trainer.settings.train.steps, trainer.buffers.epoch),
+            max_new_tokens=trainer.settings.train.max_new_tokens_solve)
+    finally:
+        if reopened:
+            generation.close()
     return crsp_eval_names(scores.metrics)
+
+
+def schedules(trainer) -> dict[str, Any]:
+    """``options.schedule_record`` of the run: alpha counts where a reward reads it."""
+    reads_alpha = trainer.solve_rewards.rule == "format_rule" \
+        or trainer.episode_options.critiques_per_task > 0
+    return schedule_record(trainer.settings, reads_alpha=reads_alpha)
 
 
 def save_checkpoint(trainer) -> Path | None:
     """The checkpoint of the completed steps (``checkpoint.write_checkpoint``), ``on_save``."""
-    reads_alpha = trainer.solve_rewards.rule == "format_rule" \
-        or trainer.episode_options.critiques_per_task > 0
     path = write_checkpoint(trainer.run, trainer.parts, trainer.tokenizer, trainer.buffers,
-                            trainer.out_dir, trainer.settings.train,
-                            schedule_record(trainer.settings, reads_alpha=reads_alpha))
+                            trainer.out_dir, trainer.settings.train, schedules(trainer))
     if trainer.step and trainer.run.saved_step == trainer.step:
         trainer.control = trainer.callbacks.on_save(trainer.args, trainer.run.hf, trainer.control)
     return path
@@ -118,11 +131,9 @@ def resume(trainer, checkpoint: str | Path | None = None) -> int:
     checkpoint = Path(checkpoint) if checkpoint else latest_checkpoint(trainer.out_dir)
     if checkpoint is None:
         return 0
-    reads_alpha = trainer.solve_rewards.rule == "format_rule" \
-        or trainer.episode_options.critiques_per_task > 0
     changes = restore_checkpoint(
         checkpoint, trainer.run, trainer.parts, trainer.buffers,
-        schedules=schedule_record(trainer.settings, reads_alpha=reads_alpha),
+        schedules=schedules(trainer),
         exact=trainer.settings.train.resume_exact_schedules, seed=trainer.settings.crsp.seed)
     if changes:
         change = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in changes.items())

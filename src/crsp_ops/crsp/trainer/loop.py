@@ -104,7 +104,7 @@ class SelfPlayTrainer:
         self.args = loop_args(args, train, str(out_dir))
         self.run = new_state(self.args, train.steps, seed=settings.crsp.seed, rank=rank,
                              is_main=self.accelerator.is_main_process)
-        self._own_generation = generation is None
+        self._own_generation, self.closed = generation is None, False
         self.schedule = make_alpha_schedule_from(settings.reward)
         self.episode_options = episode_options(
             settings, dataset=any(isinstance(task, PromptTask) for task in tasks))
@@ -292,4 +292,5 @@ class SelfPlayTrainer:
         """Stop the generation backend (and server) and the sandbox pool."""
         self.generation.close()
         self.executor.close()
+        self.closed = True
 
