@@ -29,6 +29,11 @@ whole; without it a trained model's sequences end at its own EOS, differently on
 ``--baseline-src`` adds a third side: CRSP from another source tree (``PYTHONPATH``, e.g. the
 ``src`` of a ``git worktree`` at the pre-change commit), in the same rotation, so a change is
 measured against the same GRPO runs (``*_before`` keys and ``update_after_vs_before``).
+``--colocated-python`` adds a side too: CRSP generating with the colocated vLLM engine
+(``generation.backend=vllm_colocate``), run by that interpreter (the engine venv's, where
+vLLM is installed), in the same rotation; ``colocated_vs_in_process`` holds its paired ratios
+to the in-process CRSP side (generation, step, tokens/s), and ``colocated_startup_s`` the
+engine's start-up (the trainer's construction), which the timed steps do not include.
 ``--log`` appends each side's JSON as it ends, so an interrupted run keeps its repetitions.
 """
 
@@ -75,6 +80,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="extra section.key=value overrides (both sides read them)")
     parser.add_argument("--baseline-src",
                         help="also run CRSP from this src dir (PYTHONPATH), e.g. a worktree's")
+    parser.add_argument("--colocated-python",
+                        help="also run CRSP with the colocated vLLM engine, by this python")
+    parser.add_argument("--colocated-memory", type=float, default=0.15,
+                        help="generation.memory_fraction of the colocated side")
     parser.add_argument("--log", help="append each side's JSON line to this file as it ends")
     parser.add_argument("--side", choices=["crsp", "grpo"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -122,8 +131,10 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
     accelerator = make_accelerator(args.mixed_precision, args.device)
     steps = []
     with tempfile.TemporaryDirectory() as out:
+        built = time.perf_counter()
         trainer = build_trainer(replace(settings, generation=generation), model, tokenizer,
                                 out_dir=out, accelerator=accelerator)
+        build_s = time.perf_counter() - built
         trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
         if args.full_length:
             trainer.generation.backend.stop_ids = (full_length_stop_id(tokenizer),)
@@ -139,7 +150,7 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
                               "sequences": metrics.get("rollouts/count", 0.0)})
         finally:
             trainer.close()
-    return {"steps": steps[1:]}
+    return {"steps": steps[1:], "build_s": build_s}
 
 
 def run_grpo(args, settings, model, tokenizer) -> dict:
@@ -243,7 +254,9 @@ def spawn(args, side: str) -> dict:
     if side == "crsp_before":
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [args.baseline_src,
                                                            env.get("PYTHONPATH")]))
-    argv = [sys.executable, __file__, "--side", side.removesuffix("_before"), "--model", args.model,
+    python = args.colocated_python if side == "crsp_colocated" else sys.executable
+    base = side.removesuffix("_before").removesuffix("_colocated")
+    argv = [python, __file__, "--side", base, "--model", args.model,
             "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
             "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
             "--trl-micro-batch", str(args.trl_micro_batch)]
@@ -251,6 +264,9 @@ def spawn(args, side: str) -> dict:
         argv.append("--full-length")
     for override in args.overrides:
         argv += ["--set", override]
+    if side == "crsp_colocated":
+        argv += ["--set", "generation.backend=vllm_colocate",
+                 "--set", f"generation.memory_fraction={args.colocated_memory}"]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode:
         raise RuntimeError(f"{side} side failed:\n{done.stderr[-4000:]}")
@@ -276,7 +292,8 @@ def main(argv=None) -> int:
         run_side(args)
         return 0
     runs = []
-    sides = ["crsp", "grpo"] + (["crsp_before"] if args.baseline_src else [])
+    sides = ["crsp", "grpo"] + (["crsp_before"] if args.baseline_src else []) \
+        + (["crsp_colocated"] if args.colocated_python else [])
     for rep in range(args.reps):
         order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # each side each place
         runs.append({side: spawn(args, side) for side in order})
@@ -325,6 +342,22 @@ def main(argv=None) -> int:
             "update_ratio_before": ratios("update_s", before),
             "update_after_vs_before": ratios("update_s", crsp, before),
             "crsp_before_peak_memory_gb": med(before, lambda r: r["peak_memory_gb"])})
+    if args.colocated_python:
+        colocated = [r["crsp_colocated"] for r in runs]
+        result.update({
+            "colocated_step_s": med(colocated, lambda r: median_of(r, "step_s")),
+            "colocated_generation_s": med(colocated, lambda r: median_of(r, "generation_s")),
+            "in_process_generation_s": med(crsp, lambda r: median_of(r, "generation_s")),
+            "colocated_completion_tokens_per_step": med(
+                colocated, lambda r: median_of(r, "completion_tokens")),
+            "colocated_startup_s": med(colocated, lambda r: r["build_s"], 1),
+            "in_process_startup_s": med(crsp, lambda r: r["build_s"], 1),
+            "colocated_vs_in_process": {
+                "generation": ratios("generation_s", colocated, crsp),
+                "step": ratios("step_s", colocated, crsp),
+                "tokens_per_s": summary([tokens_per_s(c) / tokens_per_s(i)
+                                         for c, i in zip(colocated, crsp, strict=True)],
+                                        digits=3)}})
     print(json.dumps(result))
     return 0
 
