@@ -13,6 +13,7 @@ from trl import GRPOConfig
 
 from crsp_ops.config import load_settings
 from crsp_ops.config.trl_fields import MAPPED, TrlFieldError
+from crsp_ops.crsp.api import _text
 from crsp_ops.crsp.trainer.arguments import TRL_DEFAULTS, resolve_args
 from tests.crsp.conftest import REPO
 
@@ -79,12 +80,6 @@ def _resolved(config: GRPOConfig):
     overrides = resolve_args(config, partners).overrides
     return load_settings(REPO, ["train.dataset=rows.jsonl",
                                 *(f"{k}={_text(v)}" for k, v in overrides.items())]).settings
-
-
-def _text(value):
-    if isinstance(value, bool):
-        return "y" if value else "n"
-    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def test_every_mapped_field_resolves_as_trl_resolves_it():

@@ -10,6 +10,7 @@ line when it differs from TRL's default (``TrlFieldError``). docs/training.md's 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,8 +32,6 @@ def _min_p(value: Any) -> float:
 
 
 def _template(value: Any) -> str:
-    import json
-
     return json.dumps(value) if value else ""
 
 

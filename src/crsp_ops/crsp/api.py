@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerState
+
 from crsp_ops.config import load_settings
 from crsp_ops.config.trl_fields import TrlFieldError
 from crsp_ops.crsp.policy.accelerator import make_accelerator
@@ -33,6 +35,7 @@ from crsp_ops.crsp.trainer.arguments import ResolvedArgs, resolve_args, trl_diff
 from crsp_ops.crsp.trainer.build import build_trainer
 from crsp_ops.crsp.trainer.checkpoint import CHECKPOINTS, resume_target
 from crsp_ops.crsp.trainer.hf_flow import eval_metrics
+from crsp_ops.crsp.trainer.hub import push_folder
 from crsp_ops.crsp.trainer.options import epoch_budget
 from crsp_ops.crsp.trainer.run_identity import train_run_tags
 from crsp_ops.crsp.trainer.user_rows import (
@@ -42,7 +45,13 @@ from crsp_ops.crsp.trainer.user_rows import (
     read_rows,
     write_rows,
 )
-from crsp_ops.crsp.user_task import DatasetTasks, log_inputs, prompt_tasks, tasks_from_rows
+from crsp_ops.crsp.user_task import (
+    DatasetTasks,
+    log_inputs,
+    prompt_tasks,
+    reward_name,
+    tasks_from_rows,
+)
 from crsp_ops.errors import DataError
 from crsp_ops.models.loading import load_causal_lm
 from crsp_ops.models.model_source import in_memory_source, resolve_model
@@ -140,8 +149,6 @@ class CRSPTrainer:
     def state(self) -> Any:
         """The ``transformers.TrainerState`` of the last ``train()`` (``log_history`` etc.)."""
         if self.trainer is None:
-            from transformers import TrainerState
-
             return TrainerState()
         return self.trainer.state
 
@@ -246,8 +253,6 @@ class CRSPTrainer:
         Raises:
             DataError: offline (``HF_HUB_OFFLINE``) or the Hub refused (one line).
         """
-        from crsp_ops.crsp.trainer.hub import push_folder
-
         return push_folder(self.output_dir, getattr(self.args, "hub_model_id", None)
                            or self.output_dir.name, token=getattr(self.args, "hub_token", None),
                            private=getattr(self.args, "hub_private_repo", None),
@@ -263,8 +268,6 @@ def _weighted(functions: list[Any], resolved: ResolvedArgs) -> list[Any]:
     if len(weights) != len(functions):
         raise TrlFieldError(f"reward_weights has {len(weights)} weights for {len(functions)} "
                             f"reward functions")
-    from crsp_ops.crsp.user_task import reward_name
-
     return [RewardFunction(f.name if isinstance(f, RewardFunction) else reward_name(f),
                            f.fn if isinstance(f, RewardFunction) else f, float(w))
             for f, w in zip(functions, weights, strict=True)]

@@ -17,7 +17,8 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from crsp_ops.config.trl_fields import TrlFieldError, translate, trl_name_hint
+from crsp_ops.config import load_settings
+from crsp_ops.config.trl_fields import TrlFieldError, mapping_table, translate, trl_name_hint
 
 # TRL 1.16's defaults of the fields crsp_ops maps (tests compare them with trl.GRPOConfig)
 TRL_DEFAULTS: dict[str, Any] = {
@@ -184,9 +185,6 @@ def docs_table(root: Any) -> str:
     Regenerate: ``python -c "from crsp_ops.crsp.trainer.arguments import docs_table;
     print(docs_table('.'), end='')"`` between its ``trl-table`` markers.
     """
-    from crsp_ops.config import load_settings
-    from crsp_ops.config.trl_fields import mapping_table
-
     settings = load_settings(root, ["train.dataset=rows.jsonl"]).settings
     values = {f"{section}.{key}": value for section in ("train", "generation", "crsp")
               for key, value in vars(getattr(settings, section)).items()}

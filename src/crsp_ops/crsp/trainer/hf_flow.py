@@ -9,15 +9,19 @@ reach callbacks under TRL's names (``trl_log_row``, ``eval_metrics``); MLflow ke
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from transformers import TrainerState, TrainingArguments
+from accelerate.state import PartialState
+from transformers import TrainerCallback, TrainerState, TrainingArguments
 from transformers.trainer_callback import CallbackHandler, DefaultFlowCallback
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from crsp_ops.config.selfplay_config import TrainSettings
+from crsp_ops.crsp.trainer.arguments import CRSPConfig
 from crsp_ops.crsp.trainer.learning_curve import CurvePoint
 from crsp_ops.errors import DataError
 
@@ -74,13 +78,6 @@ def loop_args(args: TrainingArguments | None, train: TrainSettings, out_dir: str
     Evaluation every ``train.eval_interval`` steps (0: none between the start and the end), a
     checkpoint every ``train.checkpoint_interval``; no ``args`` (the CLI): logging every step.
     """
-    import copy
-
-    from accelerate.state import PartialState
-    from transformers.trainer_utils import IntervalStrategy, SaveStrategy
-
-    from crsp_ops.crsp.trainer.arguments import CRSPConfig
-
     # an accelerator exists already: TrainingArguments would reset its state otherwise
     configured = {"use_configured_state": PartialState._shared_state != {}}
     args = copy.copy(args) if args is not None else CRSPConfig(
@@ -99,8 +96,6 @@ def callback_handler(args: TrainingArguments, callbacks: Sequence[Any], model: A
     Raises:
         TypeError: a callback that is not a ``transformers.TrainerCallback``.
     """
-    from transformers import TrainerCallback
-
     for callback in callbacks:
         kind = callback if isinstance(callback, type) else type(callback)
         if not issubclass(kind, TrainerCallback):

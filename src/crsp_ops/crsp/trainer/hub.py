@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from huggingface_hub import HfApi
+
 from crsp_ops.errors import DataError
 
 
@@ -22,8 +24,6 @@ def push_folder(folder: Path, repo_id: str, *, token: str | None, private: bool 
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         raise DataError(f"push_to_hub: HF_HUB_OFFLINE is set; {folder} was kept, push it "
                         f"later with `hf upload {repo_id} {folder}`")
-    from huggingface_hub import HfApi
-
     api = HfApi(token=token)
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from peft import LoraConfig
+
 from crsp_ops.atomic_io import atomic_write_text
 from crsp_ops.config.trl_fields import TrlFieldError
 from crsp_ops.crsp.rewards.functions import RewardError, check_columns
@@ -108,8 +110,6 @@ def lora_overrides(peft_config: Any) -> dict[str, Any]:
     """
     if peft_config is None:
         return {}
-    from peft import LoraConfig
-
     if not isinstance(peft_config, LoraConfig):
         raise TrlFieldError(f"peft_config: {type(peft_config).__name__}; crsp_ops trains "
                             f"LoRA adapters (peft.LoraConfig)")
