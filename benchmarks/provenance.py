@@ -80,9 +80,10 @@ def is_ancestor(first: str, second: str, root: Path = REPO) -> bool | None:
 
 
 def added(path: Path, root: Path = REPO) -> tuple[str, str, str]:
-    """(short commit, date, ISO time) of the commit that added ``path``; empty outside git."""
-    out = _git(root, "log", "--diff-filter=A", "--format=%h %ad %cI", "--date=short", "--",
-               str(path))
+    """(short commit, date, ISO time) of the commit that added ``path``, followed through
+    renames (the lab's move kept each declaration's commit); empty outside git."""
+    out = _git(root, "log", "--follow", "--diff-filter=A", "--format=%h %ad %cI",
+               "--date=short", "--", str(path))
     words = out.stdout.split() if out is not None else []
     return (words[-3], words[-2], words[-1]) if len(words) >= 3 else ("", "", "")
 

@@ -1,15 +1,15 @@
-"""benchmarks/CLAIMS.md from the claims registry: every number README.md, docs/*.md and
+"""lab/CLAIMS.md from the claims registry: every number README.md, docs/*.md and
 examples/*/README.md quote, tied to the place that quotes it and the claim it comes from.
 
-The registry, ``benchmarks/claims/numbers.jsonl``, holds one JSON object per group of numbers
+The registry, ``lab/claims/numbers.jsonl``, holds one JSON object per group of numbers
 a page quotes:
 
     {"files": ["README.md"], "numbers": ["+0.294", "+0.223", "+0.364"], "split": "test",
      "claim": "crsp_vs_grpo_test", "what": "CRSP gain on the test schedule",
-     "sources": [["benchmarks/notebook/RESULTS.md", "learning_curve, ..., test schedule: ..."]]}
+     "sources": [["lab/notebook/RESULTS.md", "learning_curve, ..., test schedule: ..."]]}
 
 ``split`` is one of ``SPLITS`` (``test``: a pre-declared test-split run, named by ``claim``:
-``benchmarks/claims/<claim>.md`` or an attempt of ``benchmarks/claims/outcomes.jsonl``;
+``lab/claims/<claim>.md`` or an attempt of ``lab/claims/outcomes.jsonl``;
 ``dev``: chosen or measured on the data settings were chosen on; ``in-sample``: measured on the
 data its rules were written on; ``first-sight``: data nothing was tuned on; ``measurement``: a
 time, memory or throughput measured on a named machine, where no data split applies;
@@ -29,7 +29,7 @@ quotes). A number is **test-labelled** when its line links a declared claim
 a dev or measurement one. A number from a test entry quoted without that label fails too. And
 every number an entry lists must still be quoted by one of its files: ``--prune`` drops the
 ones nothing quotes. docs/results.md is generated from the declarations' own result lines
-(``benchmarks/results_page.py``) and is not part of this check.
+(``lab/results_page.py``) and is not part of this check.
 
 Structure (issue 73). Each quote is tied to its own place: an entry's ``quotes`` list
 ``[file, anchor, number]`` (``anchor``: up to 24 characters of its line before it), so changing
@@ -38,7 +38,7 @@ never a changed number. An interval is one ordered triple: ``point [low, high]``
 ``low <= point <= high`` on every page. The sign is part of the value: a JSON number (a result
 line) without ``-`` is positive, so a quote flipped to ``-`` fails its source. On a
 test-labelled line a count ``N of M`` is a number too, and ``not a claim`` is refused there.
-Verdict words come from ``benchmarks/verdicts.py`` (one rule), rendered by ``--write`` into
+Verdict words come from ``lab/verdicts.py`` (one rule), rendered by ``--write`` into
 ``<!-- verdict: <claim> <path> a=.. b=.. [margin=..] -->...<!-- /verdict -->`` regions and
 checked; on ``HEADLINES`` pages a verdict word outside a region on a result line fails, and a
 re-look's line must say "re-look" (``relooks``: an earlier claim asked the same question of
@@ -51,13 +51,13 @@ steps, seeds, sizes), anything in a fenced code block or an inline code span, li
 URLs, version-like ``x.y.z``, and a decimal glued to a letter or hyphen (``Qwen2.5``, ``0.5B``,
 ``SmolLM2-1.7B``).
 
-    python benchmarks/claims_table.py --write     # regenerate benchmarks/CLAIMS.md
-    python benchmarks/claims_table.py --check     # exit 1: a number out of place, a stale table
-    python benchmarks/claims_table.py --prune     # drop registered numbers no page quotes now
-    python benchmarks/claims_table.py --tie README.md   # re-tie quotes whose words moved
-    python benchmarks/claims_table.py --suggest docs/training.md   # where missing ones occur
-    python benchmarks/claims_table.py --add docs/engines.md --split measurement \
-        --what "vLLM CPU server step times" --source benchmarks/results/server_rollouts.jsonl \
+    python -m lab.claims_table --write     # regenerate lab/CLAIMS.md
+    python -m lab.claims_table --check     # exit 1: a number out of place, a stale table
+    python -m lab.claims_table --prune     # drop registered numbers no page quotes now
+    python -m lab.claims_table --tie README.md   # re-tie quotes whose words moved
+    python -m lab.claims_table --suggest docs/training.md   # where missing ones occur
+    python -m lab.claims_table --add docs/engines.md --split measurement \
+        --what "vLLM CPU server step times" --source lab/results/server_rollouts.jsonl \
         [--claim NAME] [--numbers 4.1 97.2]   # register a file's missing numbers, then --write
 """
 
@@ -72,17 +72,14 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks import verdicts  # noqa: E402
-from benchmarks.provenance import added, committed_at, sha256_at  # noqa: E402
+from benchmarks.provenance import added, committed_at, sha256_at
+from lab import verdicts
 
 REPO = Path(__file__).resolve().parents[1]
-REGISTRY = Path("benchmarks/claims/numbers.jsonl")
-TABLE = Path("benchmarks/CLAIMS.md")
-RESULTS = Path("benchmarks/notebook/RESULTS.md")
-CLAIMS_DIR = Path("benchmarks/claims")
+REGISTRY = Path("lab/claims/numbers.jsonl")
+TABLE = Path("lab/CLAIMS.md")
+RESULTS = Path("lab/notebook/RESULTS.md")
+CLAIMS_DIR = Path("lab/claims")
 OUTCOMES = CLAIMS_DIR / "outcomes.jsonl"
 SPLITS = ("test", "dev", "in-sample", "first-sight", "measurement", "unsourced")
 NOT_A_CLAIM = "not a claim: "
@@ -333,14 +330,14 @@ def sections(results: str) -> dict[str, tuple[str, str]]:
 def _command(text: str) -> str:
     """The first benchmark command of a section."""
     for line in text.splitlines():
-        found = re.search(r"((?:for |\.venv/bin/)?python[^`]*benchmarks/[^`]*)", line)
+        found = re.search(r"((?:for |\.venv/bin/)?python[^`]*benchmarks[/.][^`]*)", line)
         if found:
             return found.group(1).strip().rstrip("\\").strip()
     return ""
 
 
 def outcomes(root: Path = REPO) -> dict[str, dict]:
-    """``benchmarks/claims/outcomes.jsonl``: claim name → its outcome record (empty if none)."""
+    """``lab/claims/outcomes.jsonl``: claim name → its outcome record (empty if none)."""
     path = root / OUTCOMES
     if not path.is_file():
         return {}
@@ -350,7 +347,7 @@ def outcomes(root: Path = REPO) -> dict[str, dict]:
 
 
 def declared(root: Path = REPO) -> list[str]:
-    """Every declared claim: the ``benchmarks/claims/*.md`` declarations, then the attempts
+    """Every declared claim: the ``lab/claims/*.md`` declarations, then the attempts
     ``outcomes.jsonl`` records that were declared elsewhere (``declared_in``)."""
     names = sorted(p.stem for p in (root / CLAIMS_DIR).glob("*.md"))
     return names + sorted(n for n, row in outcomes(root).items()
@@ -379,7 +376,7 @@ def load_claims(root: Path = REPO) -> list[Claim]:
             sources = [tuple(item) for item in raw.get("sources", [])]
             places = tuple((f, a, signed(str(n))) for f, a, n in raw.get("quotes", []))
         except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{where}: {error!r}; see benchmarks/claims_table.py") from error
+            raise ValueError(f"{where}: {error!r}; see lab/claims_table.py") from error
         if split not in SPLITS and not split.startswith(NOT_A_CLAIM):
             raise ValueError(f"{where}: split {split!r}: use one of {SPLITS} or "
                              f"'{NOT_A_CLAIM}<why>'")
@@ -628,7 +625,7 @@ def check_verdicts(root: Path = REPO) -> list[str]:
                 failures.append(f"{file}:{line}: '{word.group(0)}' on a result line of {claim} "
                                 "outside a verdict region: say it with <!-- verdict: "
                                 f"{claim} PATH a=.. b=.. --><!-- /verdict --> (one rule, "
-                                "benchmarks/verdicts.py)")
+                                "lab/verdicts.py)")
             if looks.get(claim) and "re-look" not in text.splitlines()[line - 1]:
                 failures.append(f"{file}:{line}: {claim} is a re-look (after "
                                 f"{', '.join(looks[claim])}) and its line does not say so")
@@ -656,7 +653,7 @@ def check_outcomes(root: Path = REPO) -> list[str]:
             wrong += [t for _, t in disordered(prose)]
             if wrong:
                 failures.append(f"{OUTCOMES}: {name} {field}: {wrong} are not its result "
-                                f"line's numbers (benchmarks/claims/{name}.jsonl, with sign)")
+                                f"line's numbers (lab/claims/{name}.jsonl, with sign)")
     return failures
 
 
@@ -666,11 +663,11 @@ def how_to_add(missed: list[str]) -> str:
         *missed, "",
         f"Register a number in {REGISTRY} (one JSON object per line), e.g.",
         '  {"files": ["README.md"], "numbers": ["+0.294"], "split": "test", "claim": '
-        '"crsp_vs_grpo_test", "what": "CRSP gain", "sources": [["benchmarks/claims/'
+        '"crsp_vs_grpo_test", "what": "CRSP gain", "sources": [["lab/claims/'
         'crsp_vs_grpo_test.jsonl"]]}',
         f"(split: one of {', '.join(SPLITS)}, or \"{NOT_A_CLAIM}<setting|example|...>\" "
         "without a source; a test entry names its claim and the page labels the line), then run "
-        "`python benchmarks/claims_table.py --write` and commit both. `--suggest FILE` lists "
+        "`python -m lab.claims_table --write` and commit both. `--suggest FILE` lists "
         "the notebook sections holding each missing number; `--add FILE --split S --what W "
         "--source F` registers a file's missing numbers in one line; `--prune` drops "
         "registered numbers nothing quotes. docs/benchmarks.md#the-claims-registry explains."])
@@ -684,7 +681,7 @@ def _test_summary(claims: list[Claim], root: Path) -> str:
     entries = [c for c in claims if c.split == "test"]
     if not entries:
         return ("No claim on the test split is quoted yet: every result below is dev, in-sample "
-                "or a measurement until a declared run (`benchmarks/claims/*.md`) appends its "
+                "or a measurement until a declared run (`lab/claims/*.md`) appends its "
                 "line and a page quotes it.")
     return (f"Test split: {len(names)} declared attempts, {len(with_results)} with results "
             f"([docs/results.md](../docs/results.md)); {len(entries)} entries below quote "
@@ -697,13 +694,13 @@ def render(claims: list[Claim], root: Path = REPO) -> str:
     _, used, _ = check_places(claims, root)
     head = [
         "# Claims: every number README.md, docs/*.md and examples/*/README.md quote", "",
-        "Generated by `python benchmarks/claims_table.py --write` from "
+        "Generated by `python -m lab.claims_table --write` from "
         f"`{REGISTRY}`; do not edit. The lab notebook with every run is "
-        f"[{RESULTS.relative_to('benchmarks')}]({RESULTS.relative_to('benchmarks')}); "
+        f"[{RESULTS.relative_to('lab')}]({RESULTS.relative_to('lab')}); "
         "pre-declared test-split claims are in [claims/](claims/) and, with their outcomes, in "
         "[docs/results.md](../docs/results.md). A number counts if it is a decimal or a "
         "percentage in the prose (not in code, links or version strings: "
-        "`benchmarks/claims_table.py` says exactly); `tests/benchmarks/test_claims_table.py` "
+        "`lab/claims_table.py` says exactly); `tests/lab/test_claims_table.py` "
         "fails when a quoted number has no entry of its file, when a test-labelled number's "
         "entry is not its claim's, when an entry lists a number nothing quotes, or when a listed "
         "number is not in its sources.", "",

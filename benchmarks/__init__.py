@@ -1,0 +1,1 @@
+"""The repeatable benchmarks, run from the repository root as ``python -m benchmarks.<tool>``."""
