@@ -1,6 +1,6 @@
 """Step-0 samples of CRSP's in-process sampler beside TRL's GRPOTrainer's, on the same prompts.
 
-    OMP_NUM_THREADS=2 python benchmarks/studies/sampler_parity.py --model /tmp/smollm2 --prompts 48
+    OMP_NUM_THREADS=2 python -m lab.studies.sampler_parity --model /tmp/smollm2 --prompts 48
 
 A one-off study (no preset): do the two arms of the learning suite draw from the same
 distribution? Each side samples ``--samples`` completions of each of the first ``--prompts``
@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks.trl_grpo import grpo_config
 
-from trl_grpo import grpo_config  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main(argv=None) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.claims_table import CLAIMS_DIR, OUTCOMES, REPO, declared
-from benchmarks.results_page import PAGE, render
+from lab.claims_table import CLAIMS_DIR, OUTCOMES, REPO, declared
+from lab.results_page import PAGE, render
 
 
 def test_every_declaration_is_on_the_page():
@@ -13,12 +13,12 @@ def test_every_declaration_is_on_the_page():
     names = declared()
     assert {p.stem for p in (REPO / CLAIMS_DIR).glob("*.md")} <= set(names)
     missing = [n for n in names if f'<a id="{n}"></a>' not in page or f"](#{n})" not in page]
-    assert not missing, f"{missing} missing from {PAGE}: run python benchmarks/results_page.py --write"
+    assert not missing, f"{missing} missing from {PAGE}: run python -m lab.results_page --write"
 
 
 def test_the_page_is_generated_from_the_declarations():
     assert (REPO / PAGE).read_text(encoding="utf-8") == render(), (
-        f"{PAGE} is stale: run `python benchmarks/results_page.py --write` and commit it")
+        f"{PAGE} is stale: run `python -m lab.results_page --write` and commit it")
 
 
 def test_the_header_counts_are_computed(tmp_path):

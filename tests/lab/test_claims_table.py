@@ -1,5 +1,5 @@
 """The claims registry ties every number README.md, docs/*.md and examples/*/README.md quote to
-its place and the claim it comes from, both ways; benchmarks/CLAIMS.md is generated from it."""
+its place and the claim it comes from, both ways; lab/CLAIMS.md is generated from it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from benchmarks.claims_table import (
+from lab.claims_table import (
     REGISTRY,
     REPO,
     RESULTS,
@@ -32,7 +32,7 @@ def test_every_number_the_pages_quote_is_tied_to_its_place_and_claim():
 
 def test_claims_md_is_generated_from_the_registry():
     assert (REPO / TABLE).read_text(encoding="utf-8") == render(load_claims()), (
-        f"{TABLE} is stale: run `python benchmarks/claims_table.py --write` and commit it")
+        f"{TABLE} is stale: run `python -m lab.claims_table --write` and commit it")
 
 
 def test_what_counts_as_a_number():
@@ -57,14 +57,14 @@ def test_a_quoted_number_matches_its_source_as_written_or_rounded_with_its_sign(
 
 @pytest.fixture
 def tiny_repo(tmp_path):
-    (tmp_path / "benchmarks/claims").mkdir(parents=True)
+    (tmp_path / "lab/claims").mkdir(parents=True)
     (tmp_path / RESULTS).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "docs").mkdir()
     (tmp_path / RESULTS).write_text(
         "## CPU, 2026-11-25\n\n### a run\n\n- abc1234 · `python benchmarks/x.py --y`\n\n"
         '```json\n{"score": 0.4987, "ci95": [0.4627, 0.5348]}\n```\n', encoding="utf-8")
-    (tmp_path / "benchmarks/claims/c1.md").write_text("# Claim: c1\n", encoding="utf-8")
-    (tmp_path / "benchmarks/claims/c1.jsonl").write_text(
+    (tmp_path / "lab/claims/c1.md").write_text("# Claim: c1\n", encoding="utf-8")
+    (tmp_path / "lab/claims/c1.jsonl").write_text(
         '{"gain": 0.2938, "ci95": [0.2234, 0.3641]}\n', encoding="utf-8")
     (tmp_path / "README.md").write_text("Solve rate 0.499 [0.463, 0.535].\n", encoding="utf-8")
     return tmp_path
@@ -84,7 +84,7 @@ def registry(root, *lines):
 DEV = {"files": ["README.md"], "numbers": ["0.499", "0.463", "0.535"], "split": "dev",
        "what": "w", "sources": [[str(RESULTS), "a run"]]}
 TEST = {"files": ["README.md"], "numbers": ["+0.294", "+0.223", "+0.364"], "split": "test",
-        "claim": "c1", "what": "t", "sources": [["benchmarks/claims/c1.jsonl"]]}
+        "claim": "c1", "what": "t", "sources": [["lab/claims/c1.jsonl"]]}
 
 
 def test_a_claim_is_completed_from_its_section_and_checked_against_it(tiny_repo):
@@ -118,7 +118,7 @@ def test_a_quoted_number_with_no_source_fails_naming_file_and_line(tiny_repo):
     registry(tiny_repo, {**DEV, "numbers": ["0.499", "0.463"]})
     missed = missing(load_claims(tiny_repo), tiny_repo)
     assert missed == ["README.md:1: 0.535 has no source: no entry of "
-                      "benchmarks/claims/numbers.jsonl naming README.md lists it (as written, "
+                      "lab/claims/numbers.jsonl naming README.md lists it (as written, "
                       "sign included)"]
     assert "--write" in how_to_add(missed)
 
@@ -168,7 +168,7 @@ def test_a_sign_flipped_quote_fails(tiny_repo):
 def test_editing_a_readme_number_without_its_source_fails(tmp_path):
     """On a copy of this repository: change one headline number of README.md, and the check
     names it (its old value then has no place quoting it either)."""
-    for part in ("README.md", "docs", "examples", "benchmarks/claims", "benchmarks/results",
+    for part in ("README.md", "docs", "examples", "lab/claims", "lab/results",
                  str(RESULTS)):
         source, target = REPO / part, tmp_path / part
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from benchmarks.claims_table import REGISTRY, REPO, RESULTS, load_claims, missing
+from lab.claims_table import REGISTRY, REPO, RESULTS, load_claims, missing
 
-PARTS = ("README.md", "docs", "examples", "benchmarks/claims", "benchmarks/results", str(RESULTS))
+PARTS = ("README.md", "docs", "examples", "lab/claims", "lab/results", str(RESULTS))
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_not_a_claim_is_refused_on_a_test_labelled_line(copy):
 
 
 def test_outcome_prose_with_a_number_its_line_lacks_fails(copy):
-    path = copy / "benchmarks/claims/outcomes.jsonl"
+    path = copy / "lab/claims/outcomes.jsonl"
     text = path.read_text(encoding="utf-8")
     assert "+0.027 (Welch [+0.001, +0.052])" in text
     path.write_text(text.replace("+0.027 (Welch [+0.001, +0.052])",
