@@ -47,7 +47,7 @@ def test_a_second_writer_on_an_output_directory_is_refused(project, where):
     first = holder(project / "outputs" / "evolution")
     try:
         env = {**os.environ, "CRSP_OPS_ROOT": str(project)}
-        second = subprocess.run([sys.executable, "-m", "pipelines.cli", "evolve", *where],
+        second = subprocess.run([sys.executable, "-m", "crsp_ops.cli", "evolve", *where],
                                 cwd=project, env=env, capture_output=True, text=True,
                                 timeout=120)
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.cli import main
+from crsp_ops.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

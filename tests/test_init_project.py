@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
-from pipelines.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 WRITTEN = {"Kconfig", ".config", "params.yaml", "dvc.yaml", "MLproject", ".gitignore",

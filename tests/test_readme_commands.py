@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crsp_ops.cli.commands import COMMANDS
+from crsp_ops.cli.entry import dotted_overrides
+from crsp_ops.cli.main import build_parser
 from crsp_ops.config import load_settings
-from pipelines.cli import build_parser
-from pipelines.commands import COMMANDS
-from pipelines.entry import dotted_overrides
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

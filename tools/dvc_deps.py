@@ -1,12 +1,13 @@
 """Write (or check) each dvc.yaml stage's code deps: the files its driver's imports reach.
 
-crsp-ops dvc-deps           # rewrite the code deps in dvc.yaml (comments and data deps kept)
-crsp-ops dvc-deps --check   # exit 1 and list the differences when dvc.yaml is out of date
+python -m tools.dvc_deps          # rewrite the code deps in dvc.yaml (comments, data deps kept)
+python -m tools.dvc_deps --check  # exit 1 and list the differences when dvc.yaml is out of date
 
 A stage's driver is the ``python -m pipelines.<stage>`` (or ``crsp-ops <command>``) of its
-``cmd``; its code deps are every project module that runs when the driver runs (imports inside
-functions included, each package ``__init__`` on the way), never a whole package. Deps that are
-not project source (data, models, outputs) are kept as written, after the code.
+``cmd``, followed through that script into ``crsp_ops.cli.commands``; its code deps are every
+project module that runs when the driver runs (imports inside functions included, each package
+``__init__`` on the way), never a whole package. Deps that are not project source (data,
+models, outputs) are kept as written, after the code.
 """
 
 from __future__ import annotations
@@ -20,15 +21,13 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from crsp_ops.atomic_io import atomic_write_text
+from crsp_ops.cli.commands import COMMANDS
 from crsp_ops.paths import project_root
-from pipelines.commands import COMMANDS
-from pipelines.entry import stage_main
-from pipelines.import_graph import SOURCE_ROOTS, build_graph, reachable
+from tools.import_graph import SOURCE_ROOTS, build_graph, reachable
 
-HELP = "write or --check the code deps of every dvc.yaml stage (from the drivers' imports)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``dvc-deps`` arguments."""
+    """Add the ``--check`` and ``--dvc-file`` arguments."""
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 when a stage's code deps are out of date")
     parser.add_argument("--dvc-file", type=Path, default=None, help="default: <project>/dvc.yaml")
@@ -38,8 +37,8 @@ def driver_modules(cmd: str | list[str], commands: dict[str, str]) -> list[str]:
     """The driver modules a stage's ``cmd`` runs (``python -m X`` or ``crsp-ops SUB``).
 
     >>> driver_modules(["python -m pipelines.deltas --out x", "crsp-ops evolve"],
-    ...                {"evolve": "pipelines.evolve"})
-    ['pipelines.deltas', 'pipelines.evolve']
+    ...                {"evolve": "crsp_ops.cli.commands.evolve"})
+    ['pipelines.deltas', 'crsp_ops.cli.commands.evolve']
     """
     found = []
     for line in [cmd] if isinstance(cmd, str) else cmd:
@@ -98,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             now = set(map(str, document["stages"][name]["deps"]))
             print(f"{name}: missing {sorted(set(deps) - now)}; not run {sorted(now - set(deps))}")
         print(f"dvc-deps: {len(stale)} of {len(plan)} stages out of date"
-              + (" (run `crsp-ops dvc-deps`)" if stale else ""))
+              + (" (run `python -m tools.dvc_deps`)" if stale else ""))
         return 1 if stale else 0
     for name, deps in stale.items():
         document["stages"][name]["deps"] = deps
@@ -109,7 +108,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-main = stage_main(sys.modules[__name__])
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tools.dvc_deps [--check]``; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m tools.dvc_deps", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
 
 if __name__ == "__main__":
     sys.exit(main())

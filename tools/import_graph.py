@@ -1,10 +1,11 @@
 """The project's import graph, read from source with ``ast``: every import, function-level too.
 
 Two users: the layer test (no package cycle, no import that climbs ``LAYERS``) and
-``crsp-ops dvc-deps`` (a stage's code deps are the files its driver's imports reach).
+``python -m tools.dvc_deps`` (a stage's code deps are the files its driver's imports reach).
 
 Module names map to files under the project root: ``crsp_ops.*`` in ``src/``, ``pipelines.*``
-at the top level. Only project modules are followed; third-party imports are ignored.
+(the stage scripts) at the top level. Only project modules are followed; third-party imports
+are ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("crsp_ops.models",),
     ("crsp_ops.inference",),
     ("crsp_ops.evolve", "crsp_ops.crsp", "crsp_ops.migrate"),
+    ("crsp_ops.cli",),
     ("pipelines",),
 )
 

@@ -11,9 +11,9 @@ import importlib.util
 
 import pytest
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import engine_checks, load_settings
 from crsp_ops.config.errors import ConfigError
-from pipelines.cli import main
 
 GIB = 2.0**30
 

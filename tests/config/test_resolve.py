@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import ConfigError, load_settings, schema_for, sync_params, trl_fields
 from crsp_ops.config.params_file import read_params, write_params
-from pipelines.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

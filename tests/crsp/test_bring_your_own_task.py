@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.cli import main
-from pipelines.stage_io import run_record_path
+from crsp_ops.cli.main import main
+from crsp_ops.cli.stage_io import run_record_path
 
 FAST = ["train.steps=2", "train.solver_samples=2", "train.tasks_per_type=2",
         "train.max_new_tokens_solve=6", "tracking.flush_seconds=0.0",

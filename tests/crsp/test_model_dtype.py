@@ -8,14 +8,14 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from crsp_ops.cli.main import main
+from crsp_ops.cli.stage_io import run_record_path
 from crsp_ops.config.errors import ConfigError
 from crsp_ops.crsp.policy.accelerator import make_accelerator
 from crsp_ops.crsp.policy.peft_setup import prepare_policy
 from crsp_ops.crsp.policy.precision import training_precision, weights_dtype
 from crsp_ops.crsp.trainer.build import build_trainer
 from crsp_ops.models.loading import load_causal_lm
-from pipelines.cli import main
-from pipelines.stage_io import run_record_path
 from tests.crsp.conftest import ScriptedGeneration
 
 LORA = ("train.lora_rank=4", "train.lora_alpha=8", "train.learning_rate=1e-2")

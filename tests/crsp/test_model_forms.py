@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.crsp.api import CRSPTrainer
 from crsp_ops.errors import MissingInputError
 from crsp_ops.models.loading import load_causal_lm
-from pipelines.cli import main
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 HUB_ID = "crsp-test/tiny-chat"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from crsp_ops.cli.commands.train import describe_curve
 from crsp_ops.crsp.trainer.learning_curve import CurvePoint, paired_gain
-from pipelines.train import describe_curve
 
 
 def _point(step: int, rate: float) -> CurvePoint:

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
 from crsp_ops.config.train_presets import PRESETS
 from crsp_ops.crsp.rl.advantages import task_relative_advantages
 from crsp_ops.crsp.rl.algorithms import compute_advantages, get_algorithm
-from pipelines.cli import main
 from tests.crsp.conftest import REPO
 
 # two prompts of two samples each (one role): prompt a gets 1, 0; prompt b gets 1, 1 and 3, 3

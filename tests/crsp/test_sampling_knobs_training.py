@@ -78,7 +78,7 @@ def test_train_cli_stops_before_any_run_on_a_key_the_template_ignores(
         scratch_project, tiny_model_dir, capsys):
     import sqlite3
 
-    from pipelines.cli import main
+    from crsp_ops.cli.main import main
 
     code = main(["train", "--model", str(tiny_model_dir), "--set", THINKING_OFF])
     line = capsys.readouterr().err.strip().splitlines()[-1]  # after transformers' progress bar

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.cli import main
-from pipelines.stage_io import run_record_path
+from crsp_ops.cli.main import main
+from crsp_ops.cli.stage_io import run_record_path
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 2

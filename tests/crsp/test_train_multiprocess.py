@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import sync_params
 from crsp_ops.paths import copy_config_tree
-from pipelines.cli import main
 from tests.team.team_testkit import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_two_processes_stay_in_sync_log_one_run_and_resume_in_one(tmp_path, tiny
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
               "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
               "--main_process_port", str(free_port()),
-              "-m", "pipelines.cli", "train", "--model", str(tiny_model_dir), *_args(2)]
+              "-m", "crsp_ops.cli", "train", "--model", str(tiny_model_dir), *_args(2)]
     done = subprocess.run(launch, cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=600)
     (tmp_path / "launch.log").write_text(done.stdout + done.stderr)

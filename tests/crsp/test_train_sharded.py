@@ -23,10 +23,10 @@ from peft import PeftModel
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import sync_params
 from crsp_ops.crsp.trainer.checkpoint import load_trainer_state
 from crsp_ops.paths import copy_config_tree
-from pipelines.cli import main
 from tests.team.team_testkit import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +81,7 @@ def _train(launch: list[str], model: Path | None, steps: int, extra: list[str], 
     for item in [*FAST, *extra]:
         args += ["--set", item]
     done = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", *launch,
-                           "-m", "pipelines.cli", "train", *args],
+                           "-m", "crsp_ops.cli", "train", *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     log.write_text(done.stdout + done.stderr)
     assert done.returncode == 0, done.stderr[done.stderr.find("Traceback"):][:6000]

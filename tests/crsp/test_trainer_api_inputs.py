@@ -7,10 +7,10 @@ from mlflow.tracking import MlflowClient
 from transformers import TrainerCallback
 from trl import GRPOConfig
 
+from crsp_ops.cli.main import main
 from crsp_ops.config.trl_fields import TrlFieldError
 from crsp_ops.crsp.api import CRSPTrainer
 from crsp_ops.errors import DataError
-from pipelines.cli import main
 from tests.crsp.test_selfplay_trainer import _trainer
 
 ROWS = [{"prompt": f"What is {n} + 1?", "answer": str(n + 1)} for n in range(6)]

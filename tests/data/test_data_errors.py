@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from crsp_ops.cli import main as cli
 from crsp_ops.config import sync_params
 from crsp_ops.data.financebench import load_financebench
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
 from crsp_ops.data.limo import load_limo
 from crsp_ops.errors import DataError
 from crsp_ops.paths import copy_config_tree
-from pipelines import cli
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -82,7 +82,7 @@ def test_llm_judge_on_the_openai_api_needs_a_key(root, monkeypatch):
 @pytest.mark.parametrize("module_name", [
     "crsp_ops.evolve.minibatch", "crsp_ops.evaluation.minibatch_grading",
     "crsp_ops.config.steering_config", "crsp_ops.inference.server_launch",
-    "pipelines.deltas",
+    "crsp_ops.cli.commands.deltas",
 ])
 def test_docstring_examples(module_name):
     import doctest

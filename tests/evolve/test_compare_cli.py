@@ -9,11 +9,11 @@ import pytest
 from evolve_testkit import make_project
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
 from crsp_ops.evolve.compare import HEADERS, NAN, RunRow, format_table, group_rows
 from crsp_ops.evolve.compare_plot import save_comparison_figure
 from crsp_ops.tracking import tracking_uri
-from pipelines.cli import main
 from tests.fakes import ScriptedJSONServer, chat_completion
 
 TINY = ["evolve.iterations=2", "evolve.minibatch_size=2", "evolve.heldout_size=2",

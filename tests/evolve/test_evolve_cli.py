@@ -25,7 +25,7 @@ SMALL = ["--set", "evolve.iterations=3", "--set", "evolve.minibatch_size=4",
 def test_evolve_offline_writes_outputs_and_tracks_run(project):
     from mlflow.tracking import MlflowClient
 
-    from pipelines.cli import main
+    from crsp_ops.cli.main import main
 
     assert main(["evolve", *SMALL]) == 0
     out = project / "outputs" / "evolution"

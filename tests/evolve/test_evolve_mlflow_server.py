@@ -14,8 +14,8 @@ import pytest
 from evolve_testkit import make_project
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.evolve.registry import registered_model_name
-from pipelines.cli import main
 
 SMALL = ["--set", "evolve.iterations=2", "--set", "evolve.minibatch_size=2",
          "--set", "evolve.heldout_size=2", "--set", "generation.max_new_tokens=24"]

@@ -21,15 +21,15 @@ from evolve_testkit import make_project
 
 from crsp_ops.inference.server_manager import free_port
 
-CLI = [sys.executable, "-m", "pipelines.cli"]
-SERVE = "{python} -m pipelines.cli serve --model {model_dir} --port {port} --clusters {token_clusters}"
+CLI = [sys.executable, "-m", "crsp_ops.cli"]
+SERVE = "{python} -m crsp_ops.cli serve --model {model_dir} --port {port} --clusters {token_clusters}"
 
 
 def server_processes(port: int) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if "pipelines.cli serve" in cmdline and f"--port {port}" in cmdline and \
+        if "crsp_ops.cli serve" in cmdline and f"--port {port}" in cmdline and \
                 proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found

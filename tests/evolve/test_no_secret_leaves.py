@@ -114,7 +114,7 @@ def test_key_in_base_url_and_echoed_key_leave_no_trace_in_a_real_evolve_run(
         for variable in ("MLFLOW_RUN_ID", "MLFLOW_TRACKING_URI"):
             env.pop(variable, None)
         done = subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", "evolve",
+            [sys.executable, "-m", "crsp_ops.cli", "evolve",
              *[a for item in settings for a in ("--set", item)]],
             cwd=root, env=env, capture_output=True, text=True, timeout=500,
         )

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from evolve_testkit import REPO, make_project
 
-from pipelines.cli import main
+from crsp_ops.cli.main import main
 from tests.fakes import ScriptedJSONServer, chat_completion
 from tests.recipes.conftest import recipe_env
 

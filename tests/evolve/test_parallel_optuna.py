@@ -39,7 +39,7 @@ SMALL = [f"evolve.iterations={BUDGET}", "evolve.minibatch_size=8", "evolve.heldo
 
 
 def _launch(root, storage: str, worker: int, log) -> subprocess.Popen:
-    args = [sys.executable, "-m", "pipelines.cli", "optuna", "--out", f"outputs/worker{worker}"]
+    args = [sys.executable, "-m", "crsp_ops.cli", "optuna", "--out", f"outputs/worker{worker}"]
     for item in [*SMALL, f"optuna.storage={storage}", f"optuna.worker={worker}"]:
         args += ["--set", item]
     env = {**os.environ, "CRSP_OPS_ROOT": str(root), "OMP_NUM_THREADS": "1",

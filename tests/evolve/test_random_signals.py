@@ -30,7 +30,7 @@ from tests.fakes import ScriptedJSONServer, chat_completion
 
 SEED = 19
 DELIVERIES = 20
-CLI = [sys.executable, "-m", "pipelines.cli", "evolve"]
+CLI = [sys.executable, "-m", "crsp_ops.cli", "evolve"]
 
 
 def reflector_script(n_clusters: int):

@@ -13,6 +13,7 @@ import json
 import pytest
 from evolve_testkit import FakeRecord, fake_evaluate, make_project
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import ConfigError
 from crsp_ops.evolve.iteration import Evidence
 from crsp_ops.evolve.reflector import ReflectorProposer, ReflectorRefused, make_openai_client
@@ -23,7 +24,6 @@ from crsp_ops.evolve.reflector_context import (
 )
 from crsp_ops.evolve.reflector_prompt import SummaryEntry
 from crsp_ops.evolve.reflector_server import prompt_fit
-from pipelines.cli import main
 from tests.fakes import ScriptedJSONServer, chat_completion
 
 # --- the rule, pure --------------------------------------------------------------------------

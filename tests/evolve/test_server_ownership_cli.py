@@ -27,8 +27,8 @@ from crsp_ops.inference.server_manager import free_port
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-CLI = [sys.executable, "-m", "pipelines.cli", "evolve"]
-SERVE = "{python} -m pipelines.cli serve --model {model_dir} --port {port} --clusters {token_clusters}"
+CLI = [sys.executable, "-m", "crsp_ops.cli", "evolve"]
+SERVE = "{python} -m crsp_ops.cli serve --model {model_dir} --port {port} --clusters {token_clusters}"
 
 
 def evolve_args(port: int, log: Path, *extra: str) -> list[str]:

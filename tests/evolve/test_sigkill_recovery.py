@@ -12,7 +12,7 @@ import time
 from evolve_testkit import make_project
 from mlflow.tracking import MlflowClient
 
-CLI = [sys.executable, "-m", "pipelines.cli", "evolve"]
+CLI = [sys.executable, "-m", "crsp_ops.cli", "evolve"]
 
 
 def test_sigkilled_run_is_marked_killed_and_its_temp_files_removed_on_resume(

@@ -15,6 +15,7 @@ import pytest
 from evolve_testkit import FakeResult, FakeScores, fake_evaluate, make_project
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
 from crsp_ops.evolve.loop import LoopConfig, run_evolution
 from crsp_ops.evolve.offline_proposer import OfflineProposer
@@ -22,7 +23,6 @@ from crsp_ops.evolve.store import EvolutionStore
 from crsp_ops.evolve.token_usage import ClusterCounter
 from crsp_ops.tracking import start_run, tracking_uri
 from crsp_ops.tracking.run_tags import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG
-from pipelines.cli import main
 
 TINY = ["evolve.iterations=2", "evolve.minibatch_size=2", "evolve.heldout_size=2",
         "evolve.registry_enabled=n", "generation.max_new_tokens=8"]

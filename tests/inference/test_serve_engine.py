@@ -27,7 +27,7 @@ def test_serve_starts_health_checks_and_stops_the_engine_command(tmp_path):
     copy_config_tree(REPO, root)
     command = f"{sys.executable} {FAKE_ENGINE} --port {{port}} --model {{model_dir}} --calls {calls}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.cli", "serve", "--model", str(root), "--port",
+        [sys.executable, "-m", "crsp_ops.cli", "serve", "--model", str(root), "--port",
          str(port), "--set", "generation.engine=vllm", "--set", "generation.vllm_runner=v1",
          "--set", f"generation.server_command={command}", "--set", "tracking.enabled=n"],
         cwd=REPO, env={**os.environ, "CRSP_OPS_ROOT": str(root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from crsp_ops.cli.commands import migrate as driver
 from crsp_ops.migrate import format_summary
 from crsp_ops.migrate.labels import find_labels, name_key
 from crsp_ops.migrate.protect import find_protections, url_kind
 from crsp_ops.migrate.rewrite import UNMAPPED_REASON, rewrite_text
 from crsp_ops.migrate.rules import DEFAULT_RULES
-from pipelines import migrate as driver
 from tests.migrate.conftest import snapshot
 from tests.migrate.external_tree import (
     BASE_HUB_ID,

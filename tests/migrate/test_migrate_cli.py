@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines import migrate as driver
+from crsp_ops.cli.commands import migrate as driver
 from tests.migrate.conftest import (
     COLLECTION_URL,
     HUB_ID,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
 from crsp_ops.models import gguf_convert
 from crsp_ops.models.fingerprint import model_fingerprint
@@ -22,7 +23,6 @@ from crsp_ops.models.model_ref import (
     resolve_tokenizer_dir,
 )
 from crsp_ops.paths import copy_config_tree
-from pipelines.cli import main
 from tests.models.gguf_testkit import tiny_model_and_tokenizer, write_tiny_gguf
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from tests.fakes import live_descendants as live_children
 
 REPO = Path(__file__).resolve().parents[2]
 DELTAS = [1.5, -0.5, 0.3, -0.2, 0.0, 0.4]  # 6 cluster ids in the rule table
-SERVE = "{python} -m pipelines.cli serve --model {model_dir} --port {port}"
+SERVE = "{python} -m crsp_ops.cli serve --model {model_dir} --port {port}"
 GREEDY = SamplingParams(max_new_tokens=12, temperature=0.0, top_p=1.0)
 
 

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
+from crsp_ops.cli.commands.deltas import initial_deltas
+from crsp_ops.cli.commands.serve import local_server_argv
+from crsp_ops.cli.main import main
+from crsp_ops.cli.stage_io import run_record_path
 from crsp_ops.config import load_settings
 from crsp_ops.paths import copy_config_tree
 from crsp_ops.steering.bias import add_bias, bias_rows
 from crsp_ops.steering.cluster_io import load_token_clusters, save_token_clusters
-from pipelines.cli import main
-from pipelines.deltas import initial_deltas
-from pipelines.serve import local_server_argv
-from pipelines.stage_io import run_record_path
 
 REPO = Path(__file__).resolve().parents[2]
 K = 4  # k-means clusters: ids 0 .. 5

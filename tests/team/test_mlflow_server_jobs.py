@@ -11,8 +11,8 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from pipelines.cli import main
-from pipelines.stage_io import run_record_path
+from crsp_ops.cli.main import main
+from crsp_ops.cli.stage_io import run_record_path
 from tests.crsp.test_train_cli import FAST as TRAIN_FAST
 from tests.team.team_testkit import server_project
 

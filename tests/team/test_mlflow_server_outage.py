@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.main import main
 from crsp_ops.config import load_settings
 from crsp_ops.tracking import start_run
 from crsp_ops.tracking.outage import TrackingUnavailable
-from pipelines.cli import main
 from tests.team.team_testkit import server_project
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,9 +1,9 @@
 """What every driver shares when it runs from a command line: arguments, errors, signals.
 
 A driver module exposes ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``,
-and ends with ``main = stage_main(sys.modules[__name__])``, so it runs as ``python -m
-pipelines.<stage>`` and as ``crsp-ops <stage>`` (``pipelines.cli``) with the same arguments and
-exit codes.
+and ends with ``main = stage_main(sys.modules[__name__])``, so it runs as ``crsp-ops <stage>``
+(``crsp_ops.cli.main``) and as the repository's ``python -m pipelines.<stage>`` (which calls that
+``main``) with the same arguments and exit codes.
 """
 
 from __future__ import annotations
@@ -152,13 +152,15 @@ def _output_lock(args: argparse.Namespace):
 
 
 def stage_main(driver: ModuleType) -> Callable[[Sequence[str] | None], int]:
-    """The ``main(argv)`` of a driver module (``python -m pipelines.<stage>``)."""
+    """The ``main(argv)`` of a driver module, for the script that runs it (pipelines/<stage>.py)."""
     module_name = driver.__spec__.name if driver.__spec__ else driver.__name__
 
     def main(argv: Sequence[str] | None = None) -> int:
         stage = module_name.rpartition(".")[2]
+        script = getattr(sys.modules["__main__"], "__spec__", None)  # python -m <script>
         parser = argparse.ArgumentParser(
-            prog=f"python -m {module_name}", description=help_text(driver.__doc__),
+            prog=f"python -m {script.name}" if script else f"crsp-ops {stage}",
+            description=help_text(driver.__doc__),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         return execute(stage_parser(driver, parser), argv, stage)

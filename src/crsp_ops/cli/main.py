@@ -2,7 +2,7 @@
 
 Every subcommand takes ``--set section.key=value`` (repeatable) to override the configuration
 for one run; see ``crsp-ops config show`` for the effective values and their sources. Each
-subcommand is also ``python -m pipelines.<module>`` (the module named below).
+command's driver is ``crsp_ops.cli.commands.<module>`` (the module named below).
 
 Examples:
     crsp-ops config show
@@ -18,12 +18,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pipelines.commands import COMMANDS
-from pipelines.entry import execute, help_text, stage_parser
+from crsp_ops.cli.commands import COMMANDS
+from crsp_ops.cli.startup import guard_startup
+
+# entry (and every driver) is imported inside the functions: the start-up guard goes first
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``crsp-ops`` argument parser with every subcommand."""
+    from crsp_ops.cli.entry import help_text, stage_parser
+
     parser = argparse.ArgumentParser(
         prog="crsp-ops", description=help_text(__doc__),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -40,7 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``crsp-ops`` console script."""
+    """Entry point of the ``crsp-ops`` console script.
+
+    The process's own command line (``argv`` is ``None``) is guarded from here on
+    (``startup.guard_startup``); the drivers' modules load after, inside this call.
+    """
+    if argv is None:
+        guard_startup()
+    from crsp_ops.cli.entry import execute
+
     try:
         code = execute(build_parser(), argv, "crsp-ops")
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
@@ -48,7 +60,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `crsp-ops config show | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell filter reports
-
-
-if __name__ == "__main__":
-    sys.exit(main())

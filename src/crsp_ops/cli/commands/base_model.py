@@ -18,9 +18,9 @@ import json
 import sys
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import record_run, settings_from
 from crsp_ops.paths import BASE_MODEL_DIR, CONVERTED_MODEL_DIR, FINANCEBENCH_DIR, LIMO_DIR
-from pipelines.entry import stage_main
-from pipelines.stage_io import record_run, settings_from
 
 HELP = "train the tiny base model (or validate an HF model dir) -> models/base/"
 
@@ -222,6 +222,3 @@ def _record_converted(args: argparse.Namespace, converted: Path, profile: str) -
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,10 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import record_run, settings_from
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR
 from crsp_ops.tracking.run_tags import run_name
-from pipelines.entry import stage_main
-from pipelines.stage_io import record_run, settings_from
 
 HELP = "cluster the model's vocabulary (EOS, numeric, k-means over token embeddings)"
 
@@ -128,6 +128,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,8 +18,8 @@ import argparse
 import json
 import sys
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.paths import COMPARE_DIR
-from pipelines.entry import stage_main
 
 HELP = "compare evolution runs from MLflow (table + plot)"
 
@@ -77,6 +77,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from pipelines.entry import stage_main
+from crsp_ops.cli.entry import stage_main
 
 HELP = "show, check or sync the configuration (Kconfig -> .config -> params.yaml)"
 
@@ -69,6 +69,3 @@ def edit_dotconfig(root) -> None:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

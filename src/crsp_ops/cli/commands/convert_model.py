@@ -18,9 +18,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import settings_from
 from crsp_ops.paths import CONVERTED_MODEL_DIR
-from pipelines.entry import stage_main
-from pipelines.stage_io import settings_from
 
 HELP = "convert a packaged GGUF profile (model.source=smollm2) -> models/converted/"
 SKIPPED_FILE = "skipped.json"
@@ -72,6 +72,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

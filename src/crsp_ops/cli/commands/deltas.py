@@ -20,8 +20,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.paths import CLUSTERS_DIR, INITIAL_DELTAS
-from pipelines.entry import stage_main
 
 HELP = "write the initial per-cluster deltas, validated against the cluster ids"
 
@@ -99,6 +99,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

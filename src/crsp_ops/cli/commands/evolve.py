@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.openai_client import effective_base_url
 from crsp_ops.paths import BASE_MODEL_DIR, CLUSTERS_DIR, FINANCEBENCH_DIR, INITIAL_DELTAS
 from crsp_ops.tracking.run_tags import run_name, ui_path
-from pipelines.entry import stage_main
 
 HELP = "evolve steering deltas (reflector, Optuna or offline proposer), tracked in MLflow"
 
@@ -151,6 +151,3 @@ def _resolve_out(out: str) -> str:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

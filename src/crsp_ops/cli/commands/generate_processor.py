@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.paths import CLUSTERS_DIR
-from pipelines.entry import stage_main
 
 HELP = "write a self-contained processor.py (SGLang) from the cluster table and a deltas file"
 
@@ -49,6 +49,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.entry import stage_main
+from crsp_ops.cli.entry import stage_main
 
 HELP = "create a crsp_ops project (Kconfig, .config, params.yaml, dvc.yaml, MLproject) in DIR"
 
@@ -44,6 +44,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,9 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import settings_from
 from crsp_ops.paths import LIMO_DIR
-from pipelines.entry import stage_main
-from pipelines.stage_io import settings_from
 
 HELP = "LIMO trajectories (synthetic | hub:GAIR/LIMO | local file) -> data/limo/"
 
@@ -58,6 +58,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.entry import stage_main
+from crsp_ops.cli.entry import stage_main
 
 HELP = "Migrate an AZR-style codebase to CRSP names (rewrite, rename, validate)."
 
@@ -141,18 +141,4 @@ def _usage_error(message: str) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (the ``crsp-ops`` CLI calls :func:`run` directly)."""
-    parser = argparse.ArgumentParser(prog="crsp-ops migrate", description=HELP)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines import evolve
-from pipelines.entry import stage_main
+from crsp_ops.cli.commands import evolve
+from crsp_ops.cli.entry import stage_main
 
 HELP = "Optuna baseline of the delta evolution (same loop, ask/tell TPE proposer)"
 
@@ -37,6 +37,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,10 +17,10 @@ import argparse
 import json
 import sys
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import record_run
 from crsp_ops.paths import BASE_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR
 from crsp_ops.tracking.run_tags import run_name
-from pipelines.entry import stage_main
-from pipelines.stage_io import record_run
 
 HELP = "LIMO trajectory seeding: SFT of the base model before self-play"
 
@@ -87,6 +87,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

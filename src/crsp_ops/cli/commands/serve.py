@@ -28,8 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.paths import BASE_MODEL_DIR
-from pipelines.entry import stage_main
 
 HELP = "serve a local model over an OpenAI-compatible API with cluster steering (CPU-friendly)"
 
@@ -111,6 +111,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from crsp_ops.cli.entry import stage_main
 from crsp_ops.config import load_settings
 from crsp_ops.paths import project_root
 from crsp_ops.tracking import tracking_uri
 from crsp_ops.tracking.outage import replay_unsent
-from pipelines.entry import stage_main
 
 HELP = "send metrics saved while the MLflow server was unreachable"
 
@@ -38,6 +38,3 @@ def run(args: argparse.Namespace) -> int:
 
 
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

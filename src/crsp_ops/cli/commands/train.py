@@ -12,8 +12,8 @@ folder (outside a crsp_ops project: the packaged defaults, paths and ./mlflow.db
 
 Tiny CPU run:
     crsp-ops train --model models/base --out models/crsp --set train.steps=4
-    accelerate launch --multi_gpu --num_processes 2 -m pipelines.cli train  # 2 CPU procs (gloo)
-    accelerate launch --num_processes 8 --mixed_precision bf16 -m pipelines.cli train  # 8 GPUs
+    accelerate launch --multi_gpu --num_processes 2 -m crsp_ops.cli train  # 2 CPU procs (gloo)
+    accelerate launch --num_processes 8 --mixed_precision bf16 -m crsp_ops.cli train  # 8 GPUs
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
+from crsp_ops.cli.entry import stage_main
+from crsp_ops.cli.stage_io import record_run
 from crsp_ops.paths import CRSP_MODEL_DIR, LIMO_DIR, SEEDED_MODEL_DIR, working_root
 from crsp_ops.tracking.progress import StepProgress
 from crsp_ops.tracking.run_tags import run_name
-from pipelines.entry import stage_main
-from pipelines.stage_io import record_run
 
 HELP = "CRSP self-play training (propose/solve/critique, TR-RPG or TRR++)"
 
@@ -75,25 +75,17 @@ def run(args: argparse.Namespace) -> int:
     from crsp_ops.crsp.policy.accelerator import make_accelerator
     from crsp_ops.crsp.policy.precision import training_precision
     from crsp_ops.crsp.trainer.build import build_trainer
-    from crsp_ops.crsp.trainer.checkpoint import resume_target
     from crsp_ops.crsp.trainer.options import epoch_budget
     from crsp_ops.crsp.user_task import load_dataset_tasks, log_inputs
     from crsp_ops.inference.hf_chat import checked_template_kwargs
     from crsp_ops.models.loading import load_causal_lm
-    from crsp_ops.models.model_source import resolve_model
     from crsp_ops.tracking import NullTracker, start_run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     resolved = load_settings(working_root(), [*args.overrides, *dataset_overrides(args)])
     settings, root = resolved.settings, resolved.root
     out = root / args.out
-    resume = root / args.resume_from if isinstance(args.resume_from, str) else args.resume_from
-    checkpoint = resume_target(out, resume)  # not a checkpoint: one line, exit 2
-    source = None if checkpoint else resolve_model(  # one line, not a traceback, if wrong
-        args.model, root, allow_download=settings.model.hub_download)
-    model_dir = source.directory if source else root / args.model
-    if args.resume_from and checkpoint is None:
-        print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
+    checkpoint, source, model_dir = starting_point(args, settings, root, out)
     precision = training_precision(  # an unsupported dtype stops here, before any run
         settings.model.dtype, settings.model.device, lora=settings.train.lora_rank > 0,
         mixed_precision=settings.train.mixed_precision)
@@ -130,6 +122,24 @@ def run(args: argparse.Namespace) -> int:
     if len(trainer.curve) >= 2:
         print(describe_curve(trainer.curve[0], trainer.curve[-1], gain))
     return 0
+
+
+def starting_point(args: argparse.Namespace, settings, root: Path, out: Path):
+    """``(checkpoint, model source, model directory)``: the checkpoint ``--resume`` names, if any.
+
+    A ``--resume`` that names no checkpoint, or a ``--model`` that is not one, stops here in one
+    line (exit 2), before any run; ``--resume`` with no checkpoint under ``--out`` starts afresh.
+    """
+    from crsp_ops.crsp.trainer.checkpoint import resume_target
+    from crsp_ops.models.model_source import resolve_model
+
+    resume = root / args.resume_from if isinstance(args.resume_from, str) else args.resume_from
+    checkpoint = resume_target(out, resume)
+    source = None if checkpoint else resolve_model(
+        args.model, root, allow_download=settings.model.hub_download)
+    if args.resume_from and checkpoint is None:
+        print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting from --model")
+    return checkpoint, source, source.directory if source else root / args.model
 
 
 def run_identity(settings, model_dir: Path, checkpoint: Path | None, heldout_tasks
@@ -213,9 +223,4 @@ def limo_math_tasks(settings, limo_path: Path):
     return math_tasks(train_rows), math_tasks(heldout_rows), result.n_skipped
 
 
-
-
 main = stage_main(sys.modules[__name__])
-
-if __name__ == "__main__":
-    sys.exit(main())

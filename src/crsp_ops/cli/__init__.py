@@ -1,0 +1,1 @@
+"""The ``crsp-ops`` command line: ``main`` (the console script), one module per command."""

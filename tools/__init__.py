@@ -1,0 +1,1 @@
+"""Repository tools (not installed): the import graph and the dvc.yaml code-deps check."""
