@@ -1,4 +1,5 @@
-"""The built wheel works with no checkout: `crsp-ops init`, `dvc repro`, the Python API.
+"""The built wheel holds crsp_ops only and works with no checkout: `crsp-ops init`, `dvc repro`,
+`mlflow run`, the Python API.
 
 The wheel is built from a copy of the sources and installed (no deps, no network) into a fresh
 venv that sees this environment's packages through a plain path line. A plain line adds the
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,8 @@ from mlflow.tracking import MlflowClient
 from tests.recipes.conftest import SMALL
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "src", "pipelines")
+# pipelines/ and tools/ beside src/, as in the checkout: the wheel must leave them out
+SOURCES = ("pyproject.toml", "README.md", "src", "pipelines", "tools")
 # the pipeline small: a tiny model of a few steps, two CRSP steps on two edge-math tasks
 SMALL_TRAIN = SMALL + """\
 CONFIG_TRAIN_STEPS=2
@@ -84,11 +87,19 @@ def _snippet() -> str:
 @pytest.mark.slow
 def test_the_wheel_inits_a_project_that_trains_with_dvc_and_the_api(tmp_path):
     wheel = _built_wheel(tmp_path / "build")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt")))
+    assert {name.split("/")[0] for name in names} == {"crsp_ops", "crsp_ops-0.1.0.dist-info"}
+    assert "crsp-ops = crsp_ops.cli.main:main" in entry_points.decode()
     venv = tmp_path / "venv"
     env = _venv_with(wheel, venv)
-    where = _run([venv / "bin" / "python", "-c", "import crsp_ops, pipelines; "
-                  "print(crsp_ops.__file__); print(pipelines.__file__)"], tmp_path, env)
-    assert all(Path(line).is_relative_to(venv) for line in where.stdout.split()), where.stdout
+    where = _run([venv / "bin" / "python", "-c", "import importlib.util, crsp_ops.cli.main; "
+                  "print(crsp_ops.__file__); print(importlib.util.find_spec('pipelines'), "
+                  "importlib.util.find_spec('tools'))"], tmp_path, env)
+    crsp_ops_file, no_pipelines = where.stdout.strip().split("\n")
+    assert Path(crsp_ops_file).is_relative_to(venv), where.stdout
+    assert no_pipelines == "None None", where.stdout
 
     work = tmp_path / "work"  # empty, outside the checkout
     work.mkdir()
