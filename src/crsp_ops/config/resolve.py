@@ -1,18 +1,9 @@
-"""Resolve the effective settings of a run.
+"""Resolve the effective settings of a run, each value remembering where it came from.
 
-Precedence, lowest to highest (each value remembers where it came from):
+Precedence, lowest first: Kconfig (or ``train.preset``), ``.config``, ``params.yaml``,
+``--set``, then ``MLFLOW_TRACKING_URI`` for the tracking URI.
 
-1. ``Kconfig``: the declared default, or ``train.preset``'s for the loss keys it names
-   (``train.steps``: 0, "from the epochs", when only ``train.num_epochs`` is set);
-2. ``.config``: the user's menuconfig choices (git-ignored, optional);
-3. ``params.yaml``: the synced values DVC tracks. It must agree with ``.config``: when .config
-   changed after the last ``crsp-ops config sync`` and the two disagree, loading fails and names
-   the fix. Values edited in params.yaml itself (by hand or ``dvc exp run -S``) are honoured;
-4. ``--set section.key=value`` (CLI and MLproject parameters): one run only;
-5. the environment, for the tracking URI only: ``MLFLOW_TRACKING_URI``.
-
-Outside a project (a root without its own ``Kconfig``, e.g. the Python API run from any
-directory) only 1, 4 and 5 apply: the packaged declarations, the overrides, the environment.
+Design: docs/design/platform.md#resolve.
 """
 
 from __future__ import annotations

@@ -1,28 +1,10 @@
 """``train.preset``: the loss knobs set as TRL's ``GRPOConfig`` means by a name.
 
-A preset replaces the Kconfig defaults of the keys it names; a value the user set (.config,
-params.yaml, ``--set``) still wins, and every key a preset set is labelled ``preset:<name>``
-in the resolved sources (``crsp-ops config show``, the run's params). The mapping, field by
-field, is the table in docs/training.md:
+A preset replaces the Kconfig defaults of the keys it names (a value the user set still wins,
+and is labelled ``preset:<name>``): ``grpo``, ``dapo``, ``dr_grpo``, ``crsp``, ``dataset``,
+``auto``. The field-by-field mapping is in docs/training.md.
 
-* ``grpo``: TRL's ``loss_type="grpo"``: per-prompt baseline, rewards scaled by the group's
-  standard deviation, per-response token mean then batch mean, ratio clip 0.2, no KL
-  (``beta=0``: neither to the sampling policy nor to a reference). Like every TRL preset,
-  AdamW steps on a step with no signal too (``train.step_when_flat``), as TRL's Trainer does.
-* ``dapo``: DAPO as TRL's docs configure it: ``loss_type="dapo"`` (every token of the step
-  weighs the same), clip-higher ``epsilon_high=0.28``, truncated completions masked, no KL.
-* ``dr_grpo``: ``loss_type="dr_grpo"`` (a constant normaliser: no length bias) with
-  ``scale_rewards="none"``, no KL.
-* ``crsp``: the project's self-play choices: task-type baselines, TR-RPG's per-role KL to the
-  sampling policy, token mean.
-* ``dataset``: what ``GRPOConfig()`` means with no argument (TRL's ``loss_type="dapo"``
-  aggregation without DAPO's clip-higher or masking): per-prompt baseline, group scaling, every
-  token of the step weighing the same, ratio clip 0.2, no KL; and two choices made on dev runs:
-  a flat group (every sample scored alike) is measured against the step's baseline instead of
-  getting 0 (``train.flat_group_advantage=step``), and the learning rate is 3e-5 (Kconfig's 1e-4
-  is the demo's tiny model's; TRL's is 1e-6).
-* ``auto`` (the default): ``dataset`` when the run trains on a dataset (``train.dataset`` set),
-  else every key as Kconfig declares it (the self-play defaults, which ``crsp`` names).
+Design: docs/design/platform.md#train_presets.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """``CRSPTrainer``: TRL's ``GRPOTrainer`` signature over the CRSP loop; switch by one import.
 
     from crsp_ops import CRSPTrainer          # was: from trl import GRPOTrainer
-    from trl import GRPOConfig
 
-    trainer = CRSPTrainer(model="models/base", reward_funcs=reward,
-                          args=GRPOConfig(output_dir="out", max_steps=8, bf16=False),
-                          train_dataset=rows)
-    trainer.train()
+``args`` is a ``CRSPConfig``, a ``trl.GRPOConfig`` or a dict; everything is checked before
+anything is written.
 
-``args`` is a ``CRSPConfig``, a ``trl.GRPOConfig`` (read field by field as TRL means it) or a
-dict of crsp_ops keys and TRL names (``trainer.arguments``); the crsp_ops defaults a run keeps
-that TRL's differ from are printed in one block at its start and logged as run params
-(``trl_default/<key>``). Everything is checked before anything is written: a refused run leaves
-no output folder. The run is tracked as ``crsp-ops train`` tracks it (experiment
-``crsp-train``) unless ``report_to="none"`` / ``tracking.enabled`` is off.
+Design: docs/design/trainer.md#api.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 r"""Seeded arithmetic word problems at a small model's edge, in the LIMO row schema.
 
-The LIMO-style families in ``limo_synthetic`` (series sums, linear equations, three-step ages)
-are out of reach of a 135M model: it almost never solves them, so nearly every sampled group
-is all-wrong and its advantage is zero. RL needs groups that mix right and wrong answers. These
-families are one or two operations on small numbers, with ``difficulty`` (1–3) setting the size
-of the numbers (1: one digit, 2: two digits, 3: three digits; two-step problems add an
-operation). Each answer is computed, so every row is solvable and its reference is right.
+RL needs groups that mix right and wrong answers, and LIMO-style problems are out of a 135M
+model's reach; these are one or two operations on small numbers, ``difficulty`` 1–3.
 
 >>> rows = generate_edge_examples(count=3, seed=0, difficulty=1)
 >>> [row.family for row in rows] == [row.family for row in generate_edge_examples(
@@ -13,6 +9,8 @@ operation). Each answer is computed, so every row is solvable and its reference 
 True
 >>> rows[0].example.solution.endswith("\\boxed{" + rows[0].example.answer + "}")
 True
+
+Design: docs/design/platform.md#edge_math.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 r"""Grade an answer against a gold answer, as a financial analyst would; or ask an LLM judge.
 
-``grade`` is the default (deterministic, no model needed). ``LLMJudge`` asks any
-OpenAI-compatible endpoint for a strict JSON verdict ``{is_correct, reasoning}`` under the same
-rules (``JUDGE_PROMPT``); the driver picks one by config.
+``grade`` is the default (deterministic, no model needed); ``LLMJudge`` asks any
+OpenAI-compatible endpoint for a strict JSON verdict under the same rules.
 
-The rules, each a small pure module:
-- the gold decides the mode: numeric when it is essentially one number (units, scale words and
-  one stray word aside; a bare number such as ``0.308`` or ``1577`` grades like "30.8%" or
-  "$1577.00"), else text (``text_match``: refusal, yes/no polarity, key phrase and
-  key numbers);
-- the question sets the conventions (``question_units``): "(in USD millions)" scales a bare
-  gold (and reads "$5,466,312,000" as 5,466 of them), "percentage"/"margin"/"rate" reads a
-  bare gold as a fraction or a percent, "basis points", requested decimals, "decrease";
-- the committed figure is chosen (``final_answer``): ``<answer>`` tag, ``\boxed{}``, "final
-  answer", "is approximately", a later "=" result, else the last sentence's figure; in it, the
-  figure its conclusion states ("..., so it rose by 0.3 points"); years, document/page/note
-  references, dates, counts and figures quoted from the question are skipped;
-- an answer is wrong when it refuses (``refusals``; "the document does not specify X; net
-  income was $11,588 million" is a caveat, not a refusal), when it has no committed figure, or
-  when it offers several distinct values without committing to one (number spraying; one value
-  restated in other units, rounded or as a percent is not spraying);
-- the figure matches the gold (``numeric_match``) within ``rel_tol``, or by rounding: gold
-  rounded more coarsely than the answer, the question's requested precision, an answer that
-  says it rounds ("about 12%", "$1.6 billion" for 1,577 million), or one rounding step of the
-  gold's last digit (gold 7.9%, answer 7.8%); percent ↔ fraction ↔ basis points; the sign of
-  "decrease of 3.2%" or "(1,234)". ``docs/grading.md`` states every rule with examples.
-
-The returned reasoning says which number was taken, why, and which rule decided.
+Design: docs/design/grading.md#correctness.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 r"""Choose the number a response commits to, and say which one was taken and why.
 
-The committed span, strongest first: the last ``<answer>`` tag, the last ``\boxed{}``, the
-sentence after the last "final answer" / "the answer is" / "answer:", the sentence of the last
-"is approximately" / "therefore ... is" / "comes to" (unless a later sentence computes a result
-with "=": "so the average is X. ... ROA = a / b = 1.42%" commits to 1.42%), else the last
-sentence with a figure that is neither another year's nor in a comparing aside ("For
-comparison, ...", "peers", "prior year"); a later "=" result in such an aside does not count
-either. Within the span, years, document/page/note references, dates, counts and rates of the
-wrong kind ("grew 9.4%" for a margin, "18.4% of revenue" for a growth) are skipped
-(``number_roles``); figures quoted from the question and figures compared against ("than",
-"above the average of") yield to the others; for a change, the endpoints of "from X to Y" or
-"X in 2020 and Y in 2021" are inputs (and, stated alone, their difference is graded);
-the question's year picks among figures of several years (``year_tags``); a figure after the
-last "=" wins, then the figures after the last conclusion word ("so", "therefore", "gives",
-"is", "was", but not "which is": "2.9% and 3.2%, so it rose 0.3 points"), then "from ... to",
-and a rate is preferred when the gold is a rate (an amount otherwise). Several distinct values
-offered together are spraying, not an answer (``spraying``); a refusal before the figure in an
-earlier clause is a caveat (``refusals``), never when the figure is another year's.
+The committed span, strongest first: an ``<answer>`` tag, ``\boxed{}``, a "final answer"
+sentence, ... down to the last sentence with a figure; years, references and asides are skipped.
+
+Design: docs/design/grading.md#final_answer.
 """
 
 from __future__ import annotations

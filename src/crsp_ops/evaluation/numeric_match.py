@@ -1,30 +1,9 @@
 """Does a committed figure equal the gold, once units, scale, sign and rounding are aligned?
 
-Every comparison happens in the gold's written units: "1577" under a question "(in USD
-millions)" is 1,577 million, so "$1.6 billion" is 1.6 × 1000 = 1600 of those units. The answer
-is read in each way its writing allows (scaled, unscaled when only one side states a scale,
-percent ↔ fraction, basis points ↔ percent, sign flipped when the answer or the question says
-"decrease"), and one reading must pass one of these rules:
+Every comparison happens in the gold's written units; the answer is read in each way its
+writing allows, and one reading must pass one of the rules.
 
-1. within ``rel_tol`` of the gold;
-2. gold rounded more coarsely: the answer, rounded to the gold's decimals, is the gold
-   ("1.42%" for gold 0.01; "25.46" for 25.5) — whole-number golds only when the question asks
-   for whole numbers;
-3. the question's requested precision: both round to the same value there;
-4. answer rounded more coarsely, when it says so ("approximately 12%") or re-expresses the
-   amount in a larger unit ("$1.6 billion" for 1,577 million): the gold rounded to the
-   answer's significant digits (at least two) is the answer;
-5. the reviewers' rounding tolerance on computed quantities: the answer, rounded to the
-   gold's decimals, is within one unit of the gold's last digit (gold 7.9%, answer 7.8%;
-   gold $0.40 billion, answer $389 million), when the gold is written with decimals, the
-   answer states at least as many (in the gold's units; "about 8x" does not) and one unit
-   is at most ``ROUNDING_STEP_SHARE`` (2.5%) of the gold, so 12% never takes 13%. It is a
-   reviewers' convention for graded financial answers: a caller asking for exact agreement
-   (``rel_tol`` below ``ROUNDING_STEP_MIN_REL_TOL``, as the CRSP math reward does) skips it.
-
-A bare gold on a percent question may be a fraction or a percent (0.308 or 30.8 for 30.8%):
-both readings are tried, and a requested precision ("one decimal place") counts in percent.
-An amount with a currency or scale ("$30.8 million") is never read as a rate.
+Design: docs/design/grading.md#numeric_match.
 """
 
 from __future__ import annotations

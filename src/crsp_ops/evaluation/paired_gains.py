@@ -1,20 +1,9 @@
 """Paired held-out gains of one deltas over another, and the goal's tests on them (pure).
 
-Both deltas answer the same held-out questions, so each question is one row
-``(initial tokens, initial correct, best tokens, best correct)`` and the bootstrap resamples
-rows (``bootstrap.bootstrap_intervals``): question difficulty cancels out of every difference.
-Three differences best - initial are estimated over the same resamples:
+Both deltas answer the same questions, so the bootstrap resamples questions and question
+difficulty cancels out of every difference.
 
-- ``tokens``: relative change of the mean answer length (``-0.23``: 23% shorter);
-- ``correctness``: difference of the correctness ratios;
-- ``composite``: difference of the composites (recomputed from the resampled rows, since
-  shortness is a function of the *mean* length).
-
-Across seeds, ``seed_average_composite_gain`` compares two arms (e.g. the default proposer and
-Optuna) by the seed-averaged composite difference, resampling questions jointly over seeds.
-
-Correctness is *non-inferior* when the lower bound of its paired difference is at least
-``-NONINFERIORITY_MARGIN`` (a one-sided test at (1 - confidence) / 2).
+Design: docs/design/grading.md#paired_gains.
 """
 
 from __future__ import annotations

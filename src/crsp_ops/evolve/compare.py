@@ -1,18 +1,9 @@
 """Compare evolution runs from MLflow: one row per run, grouped by base model, as a table.
 
-Reads only what the runs logged (tags, metrics and their histories, start/end times), so it works
-on any tracking URI and on runs of every proposer. Runs are found by their job tag
-(``crsp.job=evolve``) in every experiment, since ``mlflow run . -e evolve`` without
-``--experiment-name`` files them under ``Default``. Runs are grouped by base model and held-out
-set (the ``base_model.id`` and ``heldout.sha256`` tags), labelled by model name and held-out size,
-and ranked only within a group: a held-out composite of one model says nothing about another's.
+Reads only what runs logged, so it works on any tracking URI and every proposer; runs are
+ranked only within a (base model, held-out set) group.
 
-Figures are exact: ``tokens`` sums the reflector tokens of every iteration (the per-iteration
-``reflector_total_tokens`` history, one value per step, so a resumed run that replayed earlier
-iterations counts each once); ``wall_s`` is the run's end time minus its start time (empty while
-it runs). ``tokens_chg`` and ``correct_gain`` are the paired held-out gains of the best deltas
-over the initial ones (95% intervals; ``NI`` marks correctness non-inferior), the same numbers
-as the verdict line a run ends with.
+Design: docs/design/evolve.md#compare.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """A Pareto frontier of delta candidates over per-example (correctness, length) scores (pure).
 
-GEPA-style (arXiv 2507.19457): instead of one best, keep every candidate's per-example scores;
-the frontier is the candidates no other candidate dominates; the next parent is sampled from it,
-weighted by how many examples it leads on; two complementary frontier candidates can be merged
-cluster by cluster.
+GEPA-style: keep every candidate's per-example scores, sample the next parent from the
+non-dominated ones, merge complementary ones cluster by cluster; the table round-trips through
+JSON, so a resumed loop samples the same parents.
 
-Definitions (examples are identified by id; a candidate is scored on the minibatches it ran on):
-
-- Per-example objectives: correctness (higher is better) and response tokens (lower is better;
-  any decreasing shortness transform gives the same order, so no scale is needed here).
-- ``a`` dominates ``b`` when they share at least one example, ``a`` is at least as good on both
-  objectives on every shared example, and strictly better on one objective of one example.
-  Candidates that share no example never dominate each other; identical scores (ties) never do.
-- ``a`` leads on example ``e`` when no frontier candidate scored on ``e`` is strictly better
-  there on one objective and at least as good on the other; ``k`` tied leaders share the
-  example (``1/k`` each).
-- Two frontier candidates are complementary when each leads on an example the other does not.
-  Their merge takes, per cluster, the value of the one that changed it from their nearest common
-  ancestor; when both changed it, the value of the one leading on more examples (the mean on a
-  tie).
-
-Everything is a function of the table, and the table round-trips through JSON, so a resumed
-loop samples the same parents (the sampling seed is derived from the iteration).
+Design: docs/design/evolve.md#frontier.
 """
 
 from __future__ import annotations

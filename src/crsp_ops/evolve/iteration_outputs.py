@@ -1,20 +1,9 @@
 """What an iteration leaves behind (files, metrics, artifacts, the plot), written off the loop.
 
-With a tiny model, generation is a small part of an iteration; most of it goes to rewriting
-``evolution_lengths.png`` (a figure redraw and PNG encoding; the first one also imports
-matplotlib), fsync'ed JSON writes and MLflow calls (artifact copies, a sqlite ``log_batch``
-whenever the metric buffer ages out). None of it feeds the next iteration, so the loop hands
-one job per iteration to a background worker and goes on generating. Jobs run in order, and
-each writes ``state.json`` last, so the commit point still follows everything it commits;
-``close`` drains the queue (also on Ctrl+C) before the caller reads the files or ends the run.
+None of it feeds the next iteration, so a background worker writes it in order, ``state.json``
+last (the commit point), while the loop goes on generating.
 
-The plot is redrawn when an iteration found new best deltas, paced so that drawing takes at
-most ``PLOT_CPU_SHARE`` of the wall time (it shares the CPU with generation), and otherwise once
-it is ``MAX_PLOT_STALENESS_S`` old; ``close`` always draws the final history. (A redraw is
-CPU-bound: drawing every iteration would be the largest part of an iteration's fixed cost.)
-
-Threading contract: while an ``IterationOutputs`` is open, the tracker and the output files are
-used only from its worker, so neither needs locking.
+Design: docs/design/evolve.md#iteration_outputs.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """The evolution loop: sample, generate + grade with the current deltas, score, propose, persist.
 
-Deltas travel with each generation request (``evaluate``), so an iteration never restarts a
-server nor re-clusters the vocabulary. Every iteration ends by writing ``state.json`` (the
-commit point), so an interrupted run resumes at the first unfinished iteration with the same
-minibatches, history, evolving summary, best deltas and proposer state.
+Deltas travel with each request, so no iteration restarts a server; every iteration ends by
+writing ``state.json``, so an interrupted run resumes where it stopped.
 
-Paired judging (``paired_best``): minibatches differ in difficulty, so a composite measured on
-one minibatch says little against the best's composite on another (one easy early minibatch
-would block every later improvement). The loop therefore re-scores the best deltas on the
-candidate's minibatch and adopts the candidate only when it wins there; decoding is greedy by
-default, so the difference is the deltas' alone. The extra generation is skipped while the
-evaluated deltas are the best ones. Paired, the loop can also refuse a candidate that turned
-more than ``LoopConfig.max_lost_correct`` of the best's correct answers wrong, however much
-shorter it is (``acceptance``).
-
-Pareto frontier (``LoopConfig.frontier``, see ``frontier_search``): every candidate's
-per-example scores are kept, the proposer works from a frontier parent and complementary
-frontier candidates are merged; the scalar best above still picks ``deltas_best.json``.
-Generations are counted (``rollouts``; ``EvolutionOutcome.answers_generated``) so searches
-compare at an equal budget of generated answers (``LoopConfig.max_rollouts``).
-
-Files, metrics, artifacts and the plot of an iteration go to ``IterationOutputs``, which writes
-them on a background worker while the next minibatch generates (``state.json`` still last); it
-is drained before ``run_evolution`` returns or re-raises, so everything is on disk and logged
-afterwards.
+Design: docs/design/evolve.md#loop.
 """
 
 from __future__ import annotations

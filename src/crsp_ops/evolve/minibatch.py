@@ -1,17 +1,9 @@
 """Run one minibatch: FinanceBench examples → prompts → completions → graded records → scores.
 
-The backend generates the whole minibatch in one call (the server backend keeps its requests in
-flight concurrently; the in-process backend batches), with the same deltas for every example.
-Grading and scoring are pure functions of the completions, so a minibatch's scores depend only
-on the examples, the deltas, the sampling parameters and the backend.
+One backend call per minibatch with the same deltas for every example; grading and scoring are
+pure, so scores depend only on examples, deltas, sampling parameters and backend.
 
-Example::
-
-    grading = grading_from_settings(settings.scoring)
-    with open_backend(settings, model_dir, clusters_dir) as backend:
-        result = run_minibatch(examples, backend, deltas, template=prompt_template(settings),
-                               sampling=sampling_params(settings), grade=grading)
-    result.scores.composite_score
+Design: docs/design/evolve.md#minibatch.
 """
 
 from __future__ import annotations

@@ -1,36 +1,9 @@
 """A proposer that needs no LLM: per-cluster usage contrasts plus a small trust region.
 
-Direction: clusters over-represented in long answers go down, clusters over-represented in
-correct answers go up (weighted by ``correct_weight``); the EOS cluster (0) goes up when the long
-half is no more correct than the short half (ending sooner then costs nothing), else down. The
-direction is scaled so its largest entry is ``step``. How "over-represented in long answers" is
-measured is ``length_contrast``: ``share`` (a cluster's share of the tokens, long minus short
-half) or ``excess`` (the extra tokens a cluster puts into long answers, as a fraction of the
-length gap). Shares sum to 1, so under ``share`` a cluster that long answers merely dilute
-(the answer itself, the same in both) is pushed *up*; ``excess`` moves only the clusters that
-carry the extra length (padding, reflection words such as "wait": NoWait, arXiv 2506.08343),
-each in proportion to its part of it.
+Clusters over-represented in long answers go down, those in correct answers go up; around the
+best deltas the step doubles after an improvement and halves after a rejection.
 
-With ``eos_up_only`` (``evolve.offline_eos_up_only``) the EOS cluster always goes up. Under
-``evolve.acceptance=shorter`` EOS down (longer answers) can never be adopted, and on a small
-minibatch "the long half is more correct" is mostly luck: an EOS-down first direction makes
-the answers longer and the search spends its budget backing out of it. ``max_step``
-(``evolve.offline_max_step``) caps the doubling step, so a run of adoptions cannot grow it into
-a large move judged on a handful of questions (possibly with no correct answer on either
-side). Both are the config's defaults (docs/evolve_measurement.md); the class's own defaults
-keep the uncapped, two-way behaviour for callers that set neither.
-
-Trust region, and why: a usage contrast is only a first-order hint, so the proposer keeps an
-*anchor* (the loop's best deltas and the direction measured with them). Whether a proposal
-improved is the loop's verdict (``Evidence.improved``), which with ``evolve.paired_best`` is a
-paired comparison against the best on the same minibatch: comparing composites of different
-minibatches let one easy early minibatch veto every later step. After an improvement the
-anchor moves there and the step doubles (the useful moves, e.g. EOS up, are often larger than
-the first step); after a rejection the next proposal restarts from the anchor with half the
-step. A tie (the same composite as the best on the same minibatch: the step changed nothing
-measurable, as small biases do on a confident model) is no evidence against the direction, so
-the step doubles instead of halving.
-That turns "move the deltas" into "improve them".
+Design: docs/design/evolve.md#offline_proposer.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """The Optuna baseline: ask/tell over the same deltas, seeded, the initial deltas first.
 
-Every iteration evaluates the params of the trial this worker asked for (``pending``), and
-``propose`` tells exactly that trial the composite of exactly those params, then asks the next.
-The worker that creates the study enqueues the initial deltas (the ones the reflector starts
-from) once; whichever worker's ask pops that trial evaluates them, so the study starts where
-the reflector starts and no fresh trial is ever told another trial's score.
+Each trial is told exactly the composite of its own params, and the study starts from the
+deltas the reflector starts from.
 
-Parallel workers share one storage (an RDB URL such as PostgreSQL, or ``journal:<path>`` on
-one machine) and, with ``n_trials``, one budget: a worker asks only while fewer than
-``n_trials`` trials are COMPLETE or RUNNING, and a trial that two racing asks pushed over the
-budget is told FAIL at once (``over_budget``), so the COMPLETE trials never exceed it. A worker
-stopped by an exception (Ctrl+C, SIGTERM, an error) tells its pending trial FAIL; resumed, it
-enqueues that trial's params again. A study lives in its own storage (Optuna cannot share
-MLflow's database), so a resumed run loads it and continues from the pending trial.
-
-The samplers run as named at a small budget (``make_sampler``): TPE fits its model after
-``ceil(budget / 4)`` startup trials (Optuna's default of 10 would make a search of 8 trials pure
-random search) and is multivariate; CMA-ES starts at the initial deltas with a small step;
-random search is the floor. Every trial records how its params were chosen (user attr
-``sampled_by``: ``enqueued``, ``model`` or ``random``), and every iteration logs
-``optuna_model_based`` (1: the told trial came from the sampler's model).
+Design: docs/design/evolve.md#optuna_proposer.
 """
 
 from __future__ import annotations

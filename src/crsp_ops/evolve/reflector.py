@@ -1,20 +1,9 @@
 """The reflector proposer: an OpenAI-compatible LLM proposes deltas with structured outputs.
 
-The client's own retries are off (``max_retries=0``): one bounded loop here retries transport
-errors and invalid replies alike, records every attempt, and never adopts invalid deltas.
+One bounded loop here retries transport errors and invalid replies alike (the client's own
+retries are off), records every attempt, and never adopts invalid deltas.
 
-Policy on a bad reply: every failure of transport, HTTP, JSON, schema or content (see
-``reflector_reply.read_reply``, the one place a reply is judged) is a failed attempt with its
-reason, recorded in the exchange files; the proposer retries up to ``max_attempts`` (with
-backoff); when none is valid the proposal fails and the loop keeps the last good deltas, or
-stops when ``evolve.on_proposal_failure=stop``. Errors and raw replies are redacted (the key
-the client was built with, secret environment values and secret-looking patterns) before
-they are recorded, so a server echoing the key does not put it on disk or in MLflow.
-
-Two failures are not retried: a request the server refuses as malformed (HTTP 400, 404 or 422:
-a schema it cannot enforce, a prompt over its context, an unknown model) would be refused
-again, so it raises ``ReflectorRefused`` (a ``ConfigError``: one line, exit code 2); so does a
-prompt that ``reflector_context.fit_prompt`` cannot fit (``prompt_fit`` given).
+Design: docs/design/evolve.md#reflector.
 """
 
 from __future__ import annotations

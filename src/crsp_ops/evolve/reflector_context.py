@@ -1,22 +1,9 @@
 """Fit the reflector's prompt into its model's context before it is sent.
 
-The budget is the model's context minus the reply budget (``reflector.max_tokens``). While the
-prompt, counted in the reflector model's tokens, is over it, ``fit_prompt`` cuts in this
-order, one step at a time, counting again after each:
+The budget is the context minus the reply budget; ``fit_prompt`` cuts in a fixed order, one
+step at a time, counting tokens again after each.
 
-1. drop graded responses, shortest first (the longest carry the verbosity the reflector is
-   asked to remove), down to one response;
-2. drop the evolving summary's oldest entries, down to the latest one;
-3. halve the character cap of the remaining response, down to ``MIN_RESPONSE_CHARS``.
-
-A prompt still over the budget then (the cluster descriptions and deltas alone are too long)
-raises ``PromptTooLong``: it is never sent for the server to refuse. The rule is pure: the
-rendering and the token count are passed in.
-
-Token counts come from the server when it can tokenize (vLLM's ``/tokenize``), else from a
-local tokenizer, else from ``estimate_tokens``: ``CHARS_PER_TOKEN`` characters per token plus
-``MESSAGE_OVERHEAD`` per message, on the safe side for English prose, JSON and digits (most
-BPE vocabularies spend one token per digit).
+Design: docs/design/evolve.md#reflector_context.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The one boundary where a reflector's HTTP reply becomes validated deltas (or a reason).
 
-``read_reply`` takes what came over the wire (status, content type, body bytes) and returns a
-``ReplyOutcome``: the validated ``ReflectorReply``, or the reason it was rejected, never an
-exception. Checked in order:
+``read_reply`` returns a ``ReplyOutcome`` (the validated reply or why it was rejected), never
+an exception.
 
-1. HTTP: a 2xx status;
-2. envelope: the body is strict JSON (``strict_json``: size, depth, big integers, duplicate
-   keys, non-finite numbers, valid UTF-8) shaped like a chat completion: a non-empty
-   ``choices`` list whose first item has a ``message`` with a string ``content``;
-3. content: strict JSON again, then the reply schema and content rules
-   (``reflector_schema.validate_reply``: exact keys, finite numbers, summary length cap).
-
-``usage`` token counts are bookkeeping, not part of the proposal: a missing or malformed
-``usage`` counts as 0 tokens and never rejects a reply.
+Design: docs/design/evolve.md#reflector_reply.
 """
 
 from __future__ import annotations

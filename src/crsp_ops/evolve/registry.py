@@ -1,19 +1,9 @@
 """Register the best processor as an MLflow pyfunc model; move the alias only on a better score.
 
-MLflow registers models, not loose files, so the processor is logged as a pyfunc model (models
-from code, ``processor_pyfunc.py``) with the deltas, the token→cluster table and
-``processor_best.py`` as artifacts. There is one registered model per base model
-(``<evolve.registry_model_name>-<base_model.id>``, see ``registered_model_name``): a processor
-is only meaningful for the model whose vocabulary it steers. Each version carries its held-out
-composite and its comparison keys (base model, tokenizer, cluster table, held-out set) as tags;
-the alias (``champion``) moves to the new version only when the holder was scored on the same
-base model and held-out set and the new composite beats it.
+One registered model per base model (a processor steers one vocabulary); versions carry their
+held-out composite and comparison keys as tags.
 
-Versions of runs that did not finish: registration happens near a run's end, with signals
-deferred (``critical_section``) until the run is ended, but a SIGKILL or a later failure can
-still leave a version whose run ends KILLED or FAILED. Every registration first prunes those
-(``prune_unfinished_versions``): each is deleted, and an alias it held goes back to the best
-comparable version of a FINISHED run (or is removed), so the alias never stays on one.
+Design: docs/design/evolve.md#registry.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The evolution output directory: every file written atomically, and the resume state.
 
-Layout (``out/``):
-    deltas_current.json        the deltas the next iteration evaluates
-    deltas_best.json           best deltas so far (by minibatch composite)
-    processor_best.py          self-contained processor of the best deltas
-    history.json               one row per finished iteration (``IterationRecord``)
-    history_plot.json          the same rows flattened (iteration + scores) for ``dvc plots``
-    evolving_summary.md        the reflector's accumulated summary
-    evolution_lengths.png      composite, correctness and mean length vs iteration
-    reflector/iter_NNN/        attempt_K_messages.json, attempt_K_reply.txt, exchange.json
-    frontier.json              the candidate table (evolve.frontier): leads, frontier membership
-    state.json                 resume state (written last in each iteration: the commit point)
-    mlflow_run.json            the MLflow run(s) that produced these files
-    heldout.json, metrics.json held-out comparison and the DVC metrics file (end of run)
+``state.json`` is written last in each iteration (the commit point).
+
+Design: docs/design/evolve.md#store.
 """
 
 from __future__ import annotations

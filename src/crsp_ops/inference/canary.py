@@ -1,16 +1,9 @@
 """Canary: prove a backend really applies the steering processor before trusting it.
 
-Engines drop our processor silently in several configurations (ENGINES.md implication 7):
-vLLM ignores unknown request fields and ``vllm_xargs`` without a loaded processor; older SGLang
-drops ``custom_params`` without ``--enable-custom-logit-processor``; SGLang's EAGLE-v2
-speculative path skips custom processors. The canary makes that loud:
+Engines can drop a logits processor silently; a greedy run with a huge delta must change the
+output, else :class:`SteeringCanaryError` names the engine and what to check.
 
-1. greedy, unsteered: note the first response token ``t``;
-2. greedy again with a huge delta: ``-CANARY_DELTA`` on ``t``'s cluster when the token→cluster
-   table is known client-side, else ``+CANARY_DELTA`` on cluster 0 (EOS/EOT only; or
-   ``-CANARY_DELTA`` there when the unsteered output is already just EOS);
-3. the steered output must differ (and, with the table, must not start inside the banned
-   cluster). Otherwise :class:`SteeringCanaryError` names the engine and what to check.
+Design: docs/design/inference.md#canary.
 """
 
 from __future__ import annotations

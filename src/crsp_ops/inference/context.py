@@ -1,36 +1,9 @@
 """InferenceContext: the one place that turns chat prompts and OpenAI-shaped choices into rollouts.
 
-A rollout is only trainable if its prompt ids are the ids the engine fed the model and its
-response ids and logprobs line up one to one. Re-encoding a prompt by hand
-(``tokenizer.encode(prompt)``) skips the chat template and silently misaligns everything, so
-environments call :meth:`InferenceContext.tokenize_prompt` and
-:meth:`InferenceContext.create_rollout_from_choice` instead.
+A rollout is trainable only if its prompt ids are those the engine fed the model and its
+response ids and logprobs line up; re-encoding a prompt by hand would silently misalign them.
 
-Response token ids come, in order of preference, from:
-
-1. the engine's own ids on the choice, under whichever name the engine uses (vLLM
-   ``token_ids``, SGLang ``response_token_ids``: the table in ``response_fields``); as an
-   attribute, in the SDK object's ``model_extra``, or as a dict key;
-2. ``logprobs.content[].token``: vLLM's ``token_id:N`` form, else the vocabulary piece
-   (``Ġhello``, ``▁hello``, ``<0xE2>``) through ``convert_tokens_to_ids``, else the token's
-   ``bytes`` (or its text as UTF-8) mapped back to a piece.
-
-Choices may be ``openai`` SDK objects or plain dicts of the same shape.
-
-Usage with a vLLM server (the prompt ids sit on the response there, not on the choice)::
-
-    options = rollout_request_options("vllm")  # launch the server with options.server_args
-    ctx = InferenceContext(tokenizer, logprob_semantics=options.logprob_semantics)
-    response = client.chat.completions.create(
-        **options.create_kwargs(model=name, messages=messages, temperature=1.0)
-    )
-    rollout = ctx.create_rollout_from_choice(
-        messages, response.choices[0], "financebench", example_id, reward,
-        server_prompt_token_ids=choice_field(response, "prompt_token_ids"),
-    )
-
-In process: ``completion_to_choice(completion, tokenizer)`` from ``transformers_backend`` gives
-the same choice shape (with ``prompt_token_ids`` on the choice).
+Design: docs/design/inference.md#context.
 """
 
 from __future__ import annotations

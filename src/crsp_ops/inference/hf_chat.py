@@ -1,25 +1,9 @@
 """Chat-template tokenization, shared by the InferenceContext and the HF backend.
 
-Both must produce the *same* prompt ids (the ids the model is fed are the ids a rollout is
-trained on), so both call :func:`encode_chat` and nothing else.
+Both must produce the same prompt ids (those the rollout is trained on), so both call
+:func:`encode_chat`; a final assistant message is continued, not answered (the prefill).
 
-Fallback when the tokenizer has no chat template: each message becomes one ``"{role}:
-{content}"`` line, followed by an ``"assistant:"`` line as the generation prompt, encoded with
-the tokenizer's own special tokens (e.g. BOS). Only a *missing* template falls back; a template
-that raises is an error, since silently changing the prompt format would corrupt rollouts.
-
-Assistant prefill: a conversation whose *last* message is an ``assistant`` message is
-continued, not answered: the template renders that message open-ended
-(``continue_final_message=True``, no generation prompt), so the model's response starts right
-after its content (e.g. ``<think>``). This is what vLLM and SGLang do when a request carries
-``continue_final_message=true`` (``prefill_request_fields``), so every backend feeds the model
-the same ids. The response text does not repeat the prefill: :func:`assistant_prefill` gives
-it back to callers that parse the whole turn.
-
-Template kwargs: extra variables of the chat template (TRL's ``chat_template_kwargs``, e.g.
-``{"enable_thinking": False}``) are passed to ``apply_chat_template`` by whoever tokenizes, so
-the backend and the InferenceContext must get the same ones. Jinja ignores a variable the
-template never reads, silently: :func:`check_template_kwargs` refuses such a key instead.
+Design: docs/design/inference.md#hf_chat.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 r"""A small, real OpenAI-compatible chat server over a local HF model (no vLLM or SGLang needed).
 
-Serves tests and CPU users. Endpoints: ``GET /health``, ``GET /v1/models`` and non-streaming
-``POST /v1/chat/completions`` with ``logprobs``/``top_logprobs``, ``max_tokens`` /
-``max_completion_tokens``, ``temperature``, ``top_p``, ``seed``, vLLM's and SGLang's ``top_k``,
-``min_p``, ``repetition_penalty`` and ``chat_template_kwargs``, vLLM's ``return_token_ids`` and
-``return_tokens_as_token_ids``, SGLang's ``return_prompt_token_ids``, and ``usage``.
+Serves tests and CPU users, and speaks both vLLM's and SGLang's request fields (steering too).
 
-Steering: started with ``--token-clusters``, it applies per-cluster deltas sent either the vLLM
-way (``vllm_xargs.steer_deltas``) or the SGLang way (``custom_params.steer_deltas`` with a
-``custom_logit_processor`` string), so both engines' request fields are exercised over real
-HTTP. Started without a table it ignores those fields (logging a warning), exactly like a vLLM
-server without our processor: the canary must catch it.
+    python -m crsp_ops.inference.local_server --model models/base --port 8000
 
-Generation runs in-process through :class:`TransformersBackend`, one request at a time (a lock
-serialises model access; the HTTP layer is threaded). Logprobs are ``processed`` (after the
-repetition penalty and steering bias, and temperature/top-k/top-p/min-p when sampling)
-unless ``--logprobs-mode raw_logprobs``.
-
-Run (tiny CPU example)::
-
-    python -m crsp_ops.inference.local_server --model models/base --port 8000 \
-        --token-clusters outputs/clusters/token_clusters.npy
+Design: docs/design/inference.md#local_server.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """Open the configured generation backend, steered by a clusters-stage table, and clean up.
 
-``open_backend`` is the one way drivers (evolve, held-out evaluation, benchmarks) get a
-``GenerationBackend``:
+``open_backend`` is the one way drivers get a ``GenerationBackend`` (``transformers``,
+``vllm_colocate`` or ``openai_server``); whatever it started is stopped on exit, error or Ctrl-C.
 
-- ``generation.backend = transformers``: the model runs in this process
-  (``TransformersBackend``, device ``model.device``), with the token table in its logits
-  processor;
-- ``generation.backend = vllm_colocate``: a ``vllm.LLM`` in this process
-  (``ColocatedVLLMBackend``) loading the model directory, steered through the same processor
-  and token table as a vLLM server;
-- ``generation.backend = openai_server``: an ``OpenAIServerBackend`` talking to
-  ``generation.base_url``. With ``generation.server_command`` set (or ``engine=local``: the
-  project's own server), a ``ServerManager`` starts that command in its own process group
-  (exporting ``CRSP_STEER_TOKEN_CLUSTERS``, and for vLLM ``VLLM_USE_V2_MODEL_RUNNER`` for the
-  runner ``generation.vllm_runner`` picks), waits for health, restarts it if it dies mid-run,
-  and stops it when the context exits. A vLLM or SGLang engine without a command must already
-  answer there (one quick probe; else a ``ConfigError``). When steering is expected (a
-  clusters directory was given) and ``generation.canary`` is on, the canary runs once before
-  the backend is handed out and fails loudly if the server ignores the deltas.
-
-Sampling knobs and ``generation.chat_template_kwargs`` reach both kinds of backend; a key the
-model's chat template does not read, or a knob the engine is known not to honour
-(``request_options.ENGINE_SAMPLING_EXTRAS``), is a ``ConfigError`` before anything starts.
-
-Whatever the context started is stopped on exit, on an exception and on Ctrl-C.
-
-Example (tiny CPU model)::
-
-    resolved = load_settings()
-    with open_backend(resolved.settings, "models/base", "outputs/clusters") as backend:
-        result = run_minibatch(examples, backend, deltas, template=prompt_template(settings),
-                               sampling=sampling_params(settings),
-                               grade=grading_from_settings(settings.scoring))
+Design: docs/design/inference.md#open_backend.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """The ``openai-server`` backend: chat completions from any OpenAI-compatible server.
 
-Why it looks the way it does (ENGINES.md, implications 7–10):
+Retries are bounded and logged here (the client's own are off, as they re-sample silently); a
+minibatch returns every completion or raises; deltas to an engine that cannot steer raise.
 
-- The ``openai`` client runs with ``max_retries=0``: its own retries of timeouts and 5xx
-  re-sample silently. Retries happen here instead, bounded, with backoff, each one logged, and
-  only for transient failures (connection errors, timeouts, 408, 429, 5xx).
-- Before each retry the optional :class:`ServerManager` is asked to make sure the server runs,
-  so a server that died mid-minibatch is restarted and the failed requests are re-sent: no
-  example is lost, and a minibatch either returns every completion or raises.
-- Steering deltas travel per request in the engine's own field (``custom_params`` for SGLang,
-  ``vllm_xargs`` for vLLM), built by ``crsp_ops.steering.request_fields``.
-  Deltas sent to an engine that cannot steer raise ``ValueError``: never a silent no-op.
-- Sampling knobs outside the OpenAI API (``top_k``, ``min_p``, ``repetition_penalty``) and
-  the settings' ``chat_template_kwargs`` go in ``extra_body``, each only when on; an engine
-  known not to honour one is refused before any request (``request_options``: vLLM and SGLang
-  honour all; a server of unknown kind gets them as configured).
-- The fields that make an engine return token ids and logprobs come from
-  :func:`crsp_ops.inference.request_options.rollout_request_options`, as does what the returned
-  logprobs mean. Token ids come from the engine (``token_ids`` or ``response_token_ids``, and
-  ``prompt_token_ids``: ``response_fields`` has the table) when it returns them; otherwise
-  response ids are recovered from the logprob tokens (``token_id:N`` form, or through
-  :class:`~crsp_ops.inference.context.InferenceContext` with a tokenizer).
+Design: docs/design/inference.md#openai_backend.
 """
 
 from __future__ import annotations

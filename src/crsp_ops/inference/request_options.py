@@ -1,32 +1,9 @@
 """The request fields each engine needs to return trainable rollouts, so no caller forgets one.
 
-A rollout needs the response's token ids, one logprob per token, and the prompt ids the server
-actually used (to check them against the client-side chat template). Engines spell these
-differently; :func:`rollout_request_options` returns them ready for
-``client.chat.completions.create(**options.create_kwargs(...))``.
+:func:`rollout_request_options` returns them per engine, with what the returned logprobs mean
+(``LogprobSemantics``) and the sampling extras each engine honours.
 
-Which distribution the returned logprobs come from (``LogprobSemantics``), by default:
-
-- ``vllm``: ``raw`` — vLLM's default ``--logprobs-mode raw_logprobs`` is computed before any
-  logits processor (so *without* our steering bias) and before temperature. Launch with
-  ``--logprobs-mode processed_logprobs`` to get ``processed`` (after bias and temperature).
-  It is a server flag, not a request field: :attr:`RolloutRequestOptions.server_args` lists it.
-- ``sglang``: ``processed`` — computed after the custom logit processor, ``logit_bias`` and
-  temperature (``SGLANG_RETURN_ORIGINAL_LOGPROB=1`` only undoes temperature); SGLang cannot
-  return raw-policy logprobs.
-- ``openai`` (any other OpenAI-compatible server): ``processed`` as far as the API says (what
-  was sampled from); no token ids, so tokens are recovered from ``logprobs.content[].token``
-  and ``bytes`` and the prompt alignment cannot be checked.
-
-Sampling fields outside the OpenAI API (``SAMPLING_EXTRAS``: ``top_k``, ``min_p``,
-``repetition_penalty``, ``chat_template_kwargs``) travel in ``extra_body``, and only when on, so
-a server that does not know them is not bothered. ``ENGINE_SAMPLING_EXTRAS`` says which each
-engine honours; :func:`unsupported_extras` names those it cannot, which the callers refuse
-before sending anything.
-
-Sources: docs/engines.md (field names checked on vLLM 0.32.0 and SGLang 0.5.23; where each
-engine puts the ids is read by ``response_fields``), and the shared ENGINES notes §1 (SGLang
-logprobs), §2 (vLLM logprobs options, ``--logprobs-mode``), §5 (OpenAI ``extra_body``).
+Design: docs/design/inference.md#request_options.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """Where each engine puts token ids on an OpenAI-compatible chat response, read in one place.
 
-Engines extend the OpenAI response with the ids they fed and sampled, each with its own
-spelling (checked against the engines' own pydantic response models, see docs/engines.md):
+Every engine's spelling is accepted; two spellings that disagree are an error, not a guess.
 
-=====================  ==================================  ====================================
-engine (checked on)    response token ids                  prompt token ids
-=====================  ==================================  ====================================
-vLLM 0.32.0            ``choices[i].token_ids``            ``prompt_token_ids`` (top level)
-SGLang 0.5.23          ``choices[i].response_token_ids``   ``choices[i].prompt_token_ids``
-older SGLang           ``choices[i].token_ids``            ``choices[i].prompt_token_ids``
-any other server       none: ids come from ``logprobs.content[].token`` (see ``context``)
-=====================  ==================================  ====================================
-
-Every spelling is accepted, whichever the engine sends; a response carrying two spellings that
-disagree is an error rather than a guess.
+Design: docs/design/inference.md#response_fields.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The transformers logits processors that realise ``SamplingParams``, in one order.
 
-The in-process backend's ``generate`` and the local server's ``top_logprobs`` recomputation
-both build their chain here, so both see the same distribution:
+The in-process backend and the local server's ``top_logprobs`` build their chain here, so both
+see the same distribution.
 
-1. the repetition penalty (``RepetitionPenaltyLogitsProcessor``) on every token already in the
-   prompt or the response (left padding excluded), greedy decoding included. It comes before
-   the steering bias the caller adds, as HF's ``generate`` puts its built-in processors before
-   custom ones (vLLM applies penalties after its custom processors);
-2. when sampling, the warpers in HF's ``generate`` order: temperature, top-k, top-p, min-p.
-   vLLM and SGLang apply min-p before top-p, so with both on, the kept set can differ at the
-   margin (top-k and min-p alone commute: min-p's threshold is relative to the top token).
-
-Greedy decoding takes the argmax, which temperature, top-k, top-p and min-p never change.
+Design: docs/design/inference.md#sampling_processors.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Start, health-check, restart and stop an OpenAI-compatible inference server.
 
-The server runs as the leader of its own process group (``process_group``: one ``killpg``
-reaches every worker it forks, and on Linux a parent-death signal ends it with this process,
-SIGKILL included). The group is stopped on context exit, on an exception, at interpreter exit
-and on SIGTERM to this process. As a second line, the running child is recorded in
-``state_path`` (pid, start time, command) and the next start on that output directory stops a
-recorded server that is still alive.
+The server leads its own process group, stopped on exit, error or SIGTERM; a start never trusts
+a port it did not open. ``command=None`` only checks an already running server.
 
-A start never trusts a port it did not open: before launching, the port must be free (else
-``PortInUseError`` names the port and its holder, one line), and once healthy the listener
-must be the child or one of its workers (``port_owner``), so a health check never passes
-against a stranger.
-
-``command=None`` is the "already running" mode: the manager owns no process and only checks
-health (a dead server is then an error, not something it can restart).
+Design: docs/design/inference.md#server_manager.
 """
 
 from __future__ import annotations

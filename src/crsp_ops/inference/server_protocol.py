@@ -1,19 +1,9 @@
 """Pure request parsing and response shaping for the local OpenAI-compatible server.
 
-No I/O here: :mod:`crsp_ops.inference.local_server` feeds parsed JSON in and writes the
-returned dicts out. Behaviour follows vLLM where the engines differ (unknown fields are
-ignored), and token ids come back spelled as the engine the request speaks would spell them
-(checked against vLLM 0.32.0's and SGLang 0.5.23's response models):
+No I/O; follows vLLM where engines differ, and spells token ids as the engine the request
+speaks would.
 
-- a request with SGLang-only fields (``return_prompt_token_ids``, ``custom_logit_processor``,
-  ``custom_params``) gets SGLang's spelling: ``choices[i].response_token_ids`` (with
-  ``return_token_ids``) and ``choices[i].prompt_token_ids`` (with either flag);
-- any other request gets vLLM's: ``choices[i].token_ids`` and top-level ``prompt_token_ids``
-  (with ``return_token_ids``).
-
-Sampling fields beyond the OpenAI API are taken as vLLM and SGLang take them: ``top_k`` (0 or
--1 = off), ``min_p``, ``repetition_penalty``, and ``chat_template_kwargs`` (an object of extra
-chat-template variables).
+Design: docs/design/inference.md#server_protocol.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Encode a prompt once however many samples it gets: a shared KV cache of the distinct prompts.
 
-A GRPO-style batch holds every prompt ``G`` times, and the prefill (a forward over each row's
-whole prompt) is then done ``G`` times over the same tokens. Here the distinct prompts alone go
-through the model, and their KV cache is gathered row by row (``Cache.reorder_cache``, an
-``index_select``): the same keys and values, so generation and log-probs are those of the full
-batch up to float rounding. On CPU, where the prefill of SmolLM2's 150-token prompts is a third
-of generation, it is the difference between one prompt's cost and eight.
+A group holds each prompt ``G`` times; prefilling the distinct ones and gathering their cache
+gives the same generation and log-probs up to float rounding, at one prompt's cost.
 
-The cache covers every prompt column but the last: the last prompt token is fed again with
-the rest (``generate`` processes the columns the cache does not hold), so the logits that
-predict the first response token come from the ordinary forward. Positions follow the
-attention mask as ``generate``'s do (``cumsum − 1``; left padding at 0).
-
-Models whose forward takes no cache, returns none, or has one that cannot be re-indexed
-(``reorder_cache``), and encoder-decoders, get no cache: the caller runs the plain forward.
+Design: docs/design/inference.md#shared_prefill.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
 """In-process generation with a transformers causal LM: batched, left-padded, optionally steered.
 
-Prompt ids come from :func:`crsp_ops.inference.hf_chat.encode_chat`, the function the
-InferenceContext uses, so the ids fed to the model are the ids a rollout records.
+Prompt ids come from ``hf_chat.encode_chat`` (the ids a rollout records); two recorders keep the
+raw and the processed log-prob of each chosen token, never a full score tensor per step.
 
-The chain is ``[raw recorder, repetition penalty, steering bias, temperature, top-k, top-p,
-min-p, processed recorder]`` (each knob only when on; ``sampling_processors`` builds the
-penalty and the warpers, in HF's order).
-
-Logprobs: two ``ChosenTokenLogprobs`` recorders sit in the processor chain, one before the
-penalty and the steering processor (raw: the policy at temperature 1, unsteered) and one last
-(processed: the distribution actually sampled from, truncated by top-k/top-p/min-p). Each keeps
-one step of scores and stores only the chosen token's log-probability, so generation holds
-``(B, V)`` scores for one step, never one per generated token; the steering bias is added in
-place on the float32 scores ``generate`` hands to the processors. The backend's
-``logprob_semantics`` picks which fills ``Completion.logprobs``; both are kept in
-``Completion.extra`` (``raw_logprobs``, ``processed_logprobs``). Greedy unsteered decoding
-without a penalty makes the two equal. Processors that the model's own generation config
-declares, for knobs the ``SamplingParams`` leave off, run before both recorders (a repetition
-penalty, say) or, for sampling warpers other than temperature, top-k and top-p (min-p,
-typical-p), after the processed one, which then does not see them.
-
-A batch that holds a prompt several times (a group of samples) prefills it once
-(``shared_prefill``): the distinct prompts' KV cache is gathered to every row.
-
-Chat-template kwargs (``chat_template_kwargs``, e.g. a model's thinking switch) go to every
-``encode_chat`` call, so the ids fed to the model are those an ``InferenceContext`` built with
-the same kwargs records.
-
-:func:`completion_to_choice` renders a completion as an OpenAI-shaped chat choice (with vLLM's
-``token_ids``/``prompt_token_ids``) so rollouts from any backend go through one code path.
+Design: docs/design/inference.md#transformers_backend.
 """
 
 from __future__ import annotations

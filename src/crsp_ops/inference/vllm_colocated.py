@@ -1,27 +1,9 @@
 """vLLM inside this process (TRL's ``vllm_mode="colocate"``): weights handed over in memory.
 
-``ColocatedVLLMBackend`` builds one ``vllm.LLM`` in the calling process, with vLLM's engine
-core in process too (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so the trainer's tensors reach the
-engine without a copy to disk or a socket: ``load_weights`` runs the worker's
-``reload_weights`` on an iterator of ``(name, tensor)`` in checkpoint format (vLLM fuses,
-repacks and casts them, as it does from disk), then resets the prefix cache so no cached
-prompt state of the old weights is reused. The trainer starts the engine on a directory
-holding only the model's config and tokenizer (``load_format="dummy"``) and hands it the
-weights in memory at once; evolve and evaluation load a saved directory (``load_format="auto"``).
+No copy to disk or socket per update; steering through the same processor and token table as a
+vLLM server. vLLM is imported only when a backend is built.
 
-Sampling: one ``vllm.SamplingParams`` per conversation (a seeded batch gets seed + row, so the
-samples of one prompt differ); log-probs of the sampled token in vLLM's ``processed_logprobs``
-mode (after the steering bias, the penalty, temperature and top-k/top-p/min-p: the
-distribution sampled from), as ``TransformersBackend`` records them. Prompt ids come from
-``hf_chat.encode_chat`` with the backend's chat-template kwargs, the ids a rollout records.
-
-Steering goes through the one bias core (``steering.bias``): the V1-runner processor
-``steering.vllm.ClusterBiasVLLMProcessor`` loaded at start with the token table named by
-``CRSP_STEER_TOKEN_CLUSTERS``, and the deltas of a call in each request's ``extra_args``
-(``steer_deltas``), exactly as a vLLM server gets them. The V1 runner is pinned
-(``VLLM_USE_V2_MODEL_RUNNER=0``; vLLM's CPU worker runs it anyway).
-
-vLLM is optional: this module imports it only when a backend is built.
+Design: docs/design/inference.md#vllm_colocated.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Load new weights into a running engine in place, through the engine's own HTTP API.
 
-What each engine offers (read from the installed packages; docs/engines.md):
+vLLM (dev-mode routes) and SGLang each have their own sequence; any failure raises
+:class:`WeightUpdateError` and the caller decides (``ServerGeneration`` restarts).
 
-- vLLM 0.32.0, server started with ``VLLM_SERVER_DEV_MODE=1`` (the routes exist in dev mode
-  only; without it they answer 404): ``POST /pause?mode=wait`` (in-flight requests finish, new
-  ones wait) → ``POST /collective_rpc {"method": "reload_weights", "kwargs": {"weights_path":
-  DIR}}`` → ``POST /reset_prefix_cache`` (cached prefixes hold the old weights' KV) →
-  ``POST /resume``. Once paused, the server is resumed whatever happens after.
-- SGLang 0.5.23: ``POST /update_weights_from_disk {"model_path", "flush_cache": true,
-  "weight_version"}``. It can answer ``success: false`` with "...cache was not flushed..."
-  while requests are still running although the weights *did* load; that answer counts as
-  loaded, and the cache is flushed with ``POST /flush_cache`` (a failure of that is logged).
-
-Any other failure raises :class:`WeightUpdateError` with the reason; the caller decides what
-to do (``ServerGeneration`` falls back to a restart). The weights directory must be complete
-before it is offered: write it to a temporary name and rename it (an engine's rollback after a
-failed load re-reads the path it was given).
+Design: docs/design/inference.md#weight_update.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def find_protections(
     Args:
         text: file contents.
         keep: the user's extra patterns; every match is protected.
-        directory_names: names of the tree's directories; ``configs/x`` is then a path, not a
+        directory_names: names of the tree's directories; ``configs/<name>`` is then a path, not a
             hub id, even when its name looks like a model's.
     """
     directory_names = frozenset(directory_names)

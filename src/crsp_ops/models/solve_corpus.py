@@ -1,18 +1,9 @@
 """Worked edge-math answers in the trainer's solve format, some with a deliberate slip.
 
-The tiny model learns the solve role from these conversations: the exact messages the CRSP
-trainer sends (``render``: system format, worked example, task), answered as
-``<think>Step 1: 3 + 4 = 7.</think><answer>7</answer>``. A seeded share of answers, set per
-family by ``SLIP_SHARES``, carries a *slip*: the right working, then a stray minus sign before
-the answer (``<answer>-7</answer>``). The slip needs no arithmetic and is its own token, one
-decision right after ``<answer>`` that no right answer shares, so a ~1M-parameter model
-reproduces it exactly and RL can switch it off without touching the digits. (A spurious
-``+ 1`` step was written but not computed by some draws of the model; a stray trailing ``0``
-fused with the digits' tokens, so unlearning it also cost right answers ending in 0.) Where a
-family's slip share is above one half the model's greedy answer takes the slip while a sampled
-one is still often right: wrong at step 0, with right answers for reinforcement learning to
-find. Where it is below one half greedy answers are right when the arithmetic is. So the model
-starts at the edge of the demo's tasks and RL has one decision per family to fix (no sign).
+The slip (a stray minus sign before the answer) is one token a tiny model reproduces exactly,
+so RL can switch it off without touching the digits.
+
+Design: docs/design/platform.md#solve_corpus.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """SGLang adapter: cluster steering as a ``CustomLogitProcessor`` with deltas per request.
 
-Server side: start SGLang with ``--enable-custom-logit-processor`` and ``CRSP_STEER_TOKEN_CLUSTERS``
-set to the clusters stage's ``token_clusters.npy``; crsp_ops must be importable there, because
-SGLang unpickles the processor class by reference. Client side: send the *same* processor
-string with every request (``sglang_processor_string()``) and the deltas in ``custom_params``
-(see ``request_fields.steering_request_fields``). One string keeps all steered requests in one
-processor group and SGLang's unbounded ``from_str`` cache at one entry.
+Start SGLang with ``--enable-custom-logit-processor`` and ``CRSP_STEER_TOKEN_CLUSTERS``; every
+request sends the same processor string (one processor group, one cache entry) and its deltas
+in ``custom_params``.
 
-SGLang builds a new processor instance per batch (newer versions), so instances hold no state:
-the table and bias cache live at module level (``bias.cluster_bias_from_env``). Rows whose
-``custom_params`` is ``None`` or lacks the deltas get no bias.
-
-SGLang cannot be installed everywhere, so the logic is the plain function
-``apply_sglang_steering``; the ``ClusterBiasSGLangProcessor`` class exists only when sglang is
-importable.
+Design: docs/design/steering.md#sglang.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 r"""vLLM adapter: cluster steering as a V1-interface logits processor, deltas per request.
 
-Targets the **V1 (legacy) model runner's** interface,
-``vllm.v1.sample.logits_processor.LogitsProcessor``. Model Runner V2 (the default on GPU hosts
-since vLLM 0.31) rejects V1-interface processors: its class is in ``crsp_ops.steering.vllm_v2``,
-and ``vllm_runner`` picks between them. Launch this one with ``VLLM_USE_V2_MODEL_RUNNER=0``
-set explicitly::
+For vLLM's V1 (legacy) model runner (``VLLM_USE_V2_MODEL_RUNNER=0``; V2 is ``vllm_v2``). Deltas
+travel in ``vllm_xargs.steer_deltas``; the engine-free logic is ``SlotSteering``, and
+``ClusterBiasVLLMProcessor`` exists only when vLLM is importable.
 
-    VLLM_USE_V2_MODEL_RUNNER=0 CRSP_STEER_TOKEN_CLUSTERS=outputs/clusters/token_clusters.npy \
-        vllm serve MODEL --logits-processors crsp_ops.steering.vllm:ClusterBiasVLLMProcessor
-
-Each request carries its deltas as a flat list: ``extra_body={"vllm_xargs": {"steer_deltas":
-[...]}}``; requests without it are not biased. ``validate_params`` rejects malformed deltas
-(a 400 at the OpenAI entrypoint). Per-slot deltas are tracked in ``update_state`` and the bias
-tensor is rebuilt only when the batch changes, so ``apply`` is one vectorised add. The bias
-changes the argmax, so ``is_argmax_invariant()`` is False (vLLM then applies it before
-temperature, in every batch).
-
-vLLM cannot be installed everywhere, so the logic is the engine-free ``SlotSteering``; the
-``ClusterBiasVLLMProcessor`` class exists only when vLLM is importable.
+Design: docs/design/steering.md#vllm.
 """
 
 from __future__ import annotations

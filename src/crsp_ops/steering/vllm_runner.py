@@ -1,17 +1,9 @@
 """Pick vLLM's model runner and the crsp_ops processor class that loads under it.
 
 vLLM has two logits-processor interfaces, one per model runner, and each loader rejects the
-other's classes. What the releases do (read from their installed sources, docs/engines.md):
+other's classes.
 
-- vLLM < 0.31: Model Runner V2 cannot run custom logits processors; with one given it falls
-  back to the V1 (legacy) runner when ``VLLM_USE_V2_MODEL_RUNNER`` is unset.
-- vLLM >= 0.31 (checked on 0.31.0 and 0.32.0): V2 loads processors of its own interface and is
-  the default on GPU hosts when the variable is unset; it rejects V1-interface classes.
-
-So a server crsp_ops starts always gets ``VLLM_USE_V2_MODEL_RUNNER`` set explicitly, and its
-``--logits-processors`` must name the matching class (the ``{vllm_processor}`` placeholder
-does). ``generation.vllm_runner=auto`` picks V2 from 0.31 on, V1 before; combinations known
-not to work stop with a message saying what to change.
+Design: docs/design/steering.md#vllm_runner.
 """
 
 from __future__ import annotations

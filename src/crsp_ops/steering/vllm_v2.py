@@ -1,32 +1,10 @@
 r"""vLLM adapter for **Model Runner V2**: cluster steering with per-slot deltas on the device.
 
-Model Runner V2 (the default on GPU hosts since vLLM 0.32.0 when ``VLLM_USE_V2_MODEL_RUNNER``
-is unset) loads only classes of its own interface,
-``vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor``, and rejects the V1 one in
-``crsp_ops.steering.vllm``. Launch with the variable set explicitly::
+V2 loads only classes of its own interface; requests carry deltas as for V1
+(``vllm_xargs.steer_deltas``). The engine-free logic is ``SlotDeltas``;
+``ClusterBiasVLLMV2Processor`` exists only when vLLM's V2 interface is importable.
 
-    VLLM_USE_V2_MODEL_RUNNER=1 CRSP_STEER_TOKEN_CLUSTERS=outputs/clusters/token_clusters.npy \
-        vllm serve MODEL --logits-processors crsp_ops.steering.vllm_v2:ClusterBiasVLLMV2Processor
-
-(``generation.vllm_runner`` and the ``{vllm_processor}`` placeholder do both for a server
-crsp_ops starts.) Requests carry their deltas exactly as for V1: ``vllm_xargs={"steer_deltas":
-[...]}``.
-
-How the V2 interface (checked on vLLM 0.32.0) is used:
-
-- requests live in persistent *slots*; ``add_request(slot, params)`` stages the slot's deltas
-  (zeros when the request is not steered, since slots are recycled) and returns whether the
-  processor changes that request's logits;
-- ``apply_staged_writes()`` copies every staged row to the device table ``(max_reqs, K)`` in
-  one transfer, before the forward pass;
-- ``apply(logits, ctx)``: logits rows are not slots (they are reordered every step and
-  expanded under speculative decoding), so the slot of each row is ``ctx.expanded_idx_mapping``.
-  The bias is one gather through the device-resident cluster table, added in place in
-  float32 (``logits`` are float32 there). Grammar masks are applied before custom processors;
-  an additive bias keeps masked tokens at -inf.
-
-The engine-free logic is ``SlotDeltas``; ``ClusterBiasVLLMV2Processor`` exists only when vLLM's
-V2 interface is importable.
+Design: docs/design/steering.md#vllm_v2.
 """
 
 from __future__ import annotations

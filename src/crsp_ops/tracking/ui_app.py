@@ -1,34 +1,10 @@
 """The MLflow UI as ``make ui`` serves it: the model-training view, the key metrics as columns.
 
-Run it with ``mlflow ui --app-name crsp-ui`` (``make ui`` does): MLflow finds ``create_app``
-through the ``mlflow.app`` entry point this package declares (as its own ``basic-auth`` app is
-found) and serves what it returns. Tiny CPU check, no browser::
+``mlflow ui --app-name crsp-ui`` finds ``create_app`` through this package's ``mlflow.app``
+entry point; it serves MLflow's own page with a script that sets browser preferences only where
+the browser holds none. Every other route is MLflow's, unchanged.
 
-    MLFLOW_DISABLE_TELEMETRY=true mlflow ui --app-name crsp-ui --port 5000 &
-    curl -s http://127.0.0.1:5000/ | grep -c crsp-ui-preferences   # 1
-
-Why: MLflow 3.17's UI picks its view from the sidebar switch "GenAI | Model training",
-remembered per browser in ``localStorage`` and starting as GenAI, so a click from the
-experiments list into an experiment opens the GenAI overview; the runs table shows no metric
-column until one is chosen under Columns; on a local server the Assistant panel opens by
-itself on the first load; and a promotional pop-up covers the registered-models list. The app
-serves MLflow's own ``index.html`` with one small script that writes those browser
-preferences the way the UI itself stores them, **only where the browser holds none** (a user's
-own choice is never overwritten):
-
-- ``mlflow.workflowType_v1`` = ``"machine_learning"``: the sidebar switch on Model training;
-- ``mlflow.assistant.fab.autoOpenedOnFirstLoad_v1`` = ``true``: the Assistant stays closed
-  (its button still opens it);
-- ``_mlflow_model_registry_promo_modal_dismissed_v1`` = ``true``: the "new Model Registry UI"
-  pop-up does not cover the registered-models page on the first visit;
-- for each experiment the store holds when the page is served, the runs table's column choice
-  (``MLflowLocalStorage-1.1-ExperimentPage-["<id>"]-ReactComponentState``): MLflow's default
-  columns (less the always empty ``Dataset``) plus ``KEY_METRICS`` (a name an experiment
-  never logged shows no column).
-
-Every other route (the REST API, static files, artifacts) is MLflow's, unchanged. The key
-names and encodings were read from the 3.17.2 bundle (``mlflow/server/js/build``); a UI that
-renamed them would ignore these entries and behave as plain ``mlflow ui`` does.
+Design: docs/design/platform.md#ui_app.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
-"""Where the trainer's samples come from: the model in process, or a server following it.
+"""Where the trainer's samples come from: the model in process, a server, or colocated vLLM.
 
-``InProcessGeneration`` wraps the very model being trained in a ``TransformersBackend``: every
-sample is on-policy. ``ServerGeneration`` saves the weights, starts an OpenAI-compatible server
-on them through the ``ServerManager`` and, every ``reload_interval`` steps, loads a fresh copy
-into it in place (``inference.weight_update``), restarting it only when that fails. Between
-reloads the samples come from older weights; their ``processed`` log-probs are the behaviour
-policy's, so the trainer's importance weights ``π_new / π_old`` correct for the staleness.
+In process every sample is on-policy; a server or the colocated engine samples from weights
+that may lag, and the update's importance weights correct for it.
 
-Sampling knobs (top-k, top-p, min-p, repetition penalty) make the behaviour distribution a
-truncated, penalised one, and ``processed`` log-probs are that distribution's. The update
-computes the policy's log-probs at the sampling temperature only, as TRL does. In process the
-first epoch's old log-probs are those detached policy log-probs (ratio exactly 1: the knobs
-change which samples are drawn, not the loss). From a server the ratio ``π_new / μ`` is taken
-against the truncated behaviour ``μ``: an importance weight from the distribution sampled from
-to the untruncated policy (below 1 on the kept tokens even without staleness), as TRL's vLLM
-importance-sampling correction does.
-
-``ColocatedGeneration`` runs vLLM inside the trainer's process (TRL's ``vllm_mode="colocate"``,
-``inference.vllm_colocated``): started on the model's config and tokenizer alone, it gets the
-weights in memory at start and after every optimizer step (the merged weights under LoRA, the
-gathered replica when sharded); nothing is written to disk per step. Its samples are the
-current weights' up to the engine's numerics, and the update's importance-sampling correction
-(``rl.sampling_correction``) covers the rest, as for a server.
-
-Every backend renders prompts with ``generation.chat_template_kwargs``, as the trainer's
-``InferenceContext`` does, so the recorded prompt ids match what the engine was fed.
+Design: docs/design/trainer.md#generation.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The trained model's memory modes: a LoRA adapter (peft) and activation checkpointing.
 
-``prepare_policy`` turns the base model into what the optimizer sees: with
-``train.lora_rank > 0`` a ``peft`` LoRA model whose base weights are frozen (AdamW keeps state
-for the adapter only, which is fp32 whatever the base's dtype, ``model.dtype``), with
-``train.gradient_checkpointing`` HF's non-reentrant activation checkpointing on every decoder
-layer. The non-reentrant form needs no
-``enable_input_require_grads``: it recomputes a layer even when its inputs need no gradient
-(the frozen embedding under LoRA), which the reentrant form would silently skip.
+``prepare_policy`` builds what the optimizer sees; ``hf_state_dict`` saves a LoRA model as clean
+HF weights (unmerged in checkpoints, merged for the final model).
 
-Saving (``hf_state_dict``): a LoRA model's HF directory is written from its *base* weights,
-clean of peft's names: unmerged in checkpoints (``--resume`` loads them and restores the
-adapter from ``adapter/``), merged (``W + B·A·alpha/r``, computed without touching the live
-weights) for the final model, the registry and a generation server.
+Design: docs/design/trainer.md#peft_setup.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Sharded training (FSDP2): parameters, gradients and AdamW state split over the ranks.
 
-Selected by ``train.sharding=fsdp2`` or by an accelerate FSDP config: ``accelerate launch``
-exports ``ACCELERATE_USE_FSDP=true``, which accelerate 1.15 turns into FSDP on accelerator
-devices only (on CPU it silently gives plain DDP), so the trainer reads the variable itself and
-shards with torch's ``fully_shard`` on every device, CPU (gloo) included.
+Generation runs on a full-weight ``GenerationReplica``, never on the sharded module, whose
+forward is a collective every rank must join.
 
-* ``shard_policy``: each decoder layer (the model's ``_no_split_modules`` classes), then the
-  root, is ``fully_shard``-ed over a 1-D mesh of all ranks. The optimizer is built afterwards,
-  on the sharded parameters (DTensors), so its state is sharded too.
-* Generation never runs on the sharded module: its forward is a collective every rank must join
-  the same number of times, and ranks generate different lengths. ``GenerationReplica`` is a
-  plain copy of the full weights (LoRA merged in) that each rank generates from; ``refresh``
-  gathers them after every update (one collective per step, joined by every rank). Per rank:
-  the full weights once (no gradients, no optimizer state) plus 1/N of the trained state.
-* The update: every forward and backward all-gathers and reduce-scatters, so every rank runs
-  as many micro-batches as the rank with the most (``policy_update``'s ``lockstep``).
-* Checkpoints: the full model and optimizer state are gathered (collectives) and rank 0
-  writes them; the optimizer state is keyed by parameter name (``optimizer_format``).
+Design: docs/design/trainer.md#sharding.
 """
 
 from __future__ import annotations

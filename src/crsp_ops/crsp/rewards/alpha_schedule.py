@@ -1,19 +1,9 @@
 """Alpha schedules: how the weights of correctness (alpha_s) and agreement (alpha_c) move.
 
-``rlsp_coupled`` is the seed's three-phase schedule: both weights start low (exploration:
-length and creativity count for more) and rise together, so the *exploration* weights
-``1 − alpha`` decay:
+``rlsp_coupled`` (the seed's three phases: both weights start low and rise), ``constant`` and
+``linear``, selected by name through ``make_alpha_schedule``.
 
-=================  =============================  =============================
-phase (step / T)   alpha_s                        alpha_c
-=================  =============================  =============================
-[0, 0.2)           0.3                            0.1
-[0.2, 0.6)         0.3 → 0.8 linearly             0.1 → 0.6 linearly
-[0.6, 1.0]         0.8 → 0.95 linearly            0.6 → 0.8 linearly
-=================  =============================  =============================
-
-It is continuous at both breakpoints and non-decreasing. ``constant`` and ``linear`` are the
-alternatives, selected by name through ``make_alpha_schedule``.
+Design: docs/design/trainer.md#alpha_schedule.
 """
 
 from __future__ import annotations

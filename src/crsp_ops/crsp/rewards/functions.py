@@ -1,19 +1,10 @@
 """Reward functions with TRL's signature: load them from a SPEC, call them, check what they return.
 
-A reward function is any callable ``fn(prompts, completions, **columns) -> list[float | None]``,
-the signature of TRL's ``GRPOTrainer`` reward functions, so one written for TRL runs unchanged:
+``fn(prompts, completions, **columns) -> list[float | None]``, so one written for TRL runs
+unchanged; ``None`` means "not applicable". A SPEC is ``file.py:function`` or
+``package.module:function``, optionally ``=WEIGHT``.
 
-* ``prompts``: the dataset's ``prompt`` values, one per sample (a string or a message list);
-* ``completions``: the generated text, or ``[{"role": "assistant", "content": text}]`` when the
-  prompt is a message list (TRL's conversational form);
-* ``completion_ids``: the generated token ids;
-* every other dataset column, one value per sample (``answer``, ``tests``, ...);
-* ``trainer_state`` (``global_step``, ``max_steps``, ``epoch``), ``log_extra(column, values)`` and
-  ``log_metric(name, value)``, as TRL passes them.
-
-``None`` means "not applicable to this sample"; the weighted sum skips it (TRL's ``nansum``).
-A SPEC names the function: ``path/to/file.py:function`` or ``package.module:function``,
-optionally followed by ``=WEIGHT``.
+Design: docs/design/trainer.md#functions.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""How a solve sample is scored: a set of reward functions and the rule that combines them.
+"""How a solve sample is scored: a ``RewardSet`` of reward functions and the rule combining them.
 
-Every solve sample, built-in or from a user's dataset, is scored by a ``RewardSet``:
+``rule="sum"`` for a user's functions (as TRL sums them); ``rule="format_rule"`` for CRSP's own
+solve reward (format, correctness, length under the alpha schedule).
 
-* ``rule="sum"`` (a user's ``--reward`` functions, as TRL sums them): the weighted sum of the
-  values that apply; a sample *succeeds* when ``success_reward`` (default: the total) reaches
-  ``success_threshold``. Every sample counts as well-formed.
-* ``rule="format_rule"`` (CRSP's own solve reward, ``builtin_solve_rewards``): the functions
-  ``format``, ``correctness`` and ``length`` are TRL-signature callables like any user's;
-  malformed → −1, well-formed but wrong → −0.5, else
-  ``alpha_s·correctness + (1 − alpha_s)·length`` (the weights follow the alpha schedule:
-  ``at_alphas``).
-
-The built-in functions read the task from the ``task`` column; ``answer_match`` is the
-project's grader for a user's dataset with an ``answer`` column.
+Design: docs/design/trainer.md#solve.
 """
 
 from __future__ import annotations

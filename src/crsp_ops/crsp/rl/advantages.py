@@ -1,37 +1,9 @@
 """Task-relative, sequence-level advantages and token placement of sequence rewards.
 
-Every sample is one (task type, role) pair — e.g. (code_i, solve) or (math, critique) — and
-rewards of different pairs live on different scales (learnability vs correctness vs agreement),
-so each pair gets its own baseline, as in Absolute Zero's TRR++:
+Each (task type, role) pair gets its own baseline, since rewards of different pairs live on
+different scales (Absolute Zero's TRR++); flat groups and tiny groups have explicit rules.
 
-* centred (TR-RPG; ``scale="none"``): ``A = r − mean_group(r)``, in reward units, so the
-  per-role beta of the KL term keeps its meaning;
-* whitened (TRR++, GRPO; ``scale="group"``): ``A = (r − mean_group) / std_group``;
-* ``scale="batch"``: ``A = (r − mean_group) / std_role``, the standard deviation of every reward
-  of the role in the step (TRL's ``scale_rewards="batch"``).
-
-A *flat* group (every reward equal: every sample of a prompt right, or every one wrong) has no
-signal under its own baseline. ``flat="step"`` measures it against the step's instead:
-``A = r − mean_role`` over every reward of the role in the step, divided by their
-``std_role`` unless ``scale="none"``, so a prompt the policy always gets right is reinforced
-and one it always gets wrong is pushed away from (a policy that gives one answer to every
-prompt still learns); ``flat="zero"`` (GRPO) leaves it at 0. Other groups are unchanged.
-
-Guards: a group of one has no baseline but its own reward, so its advantage is 0 (it carries
-no learning signal rather than a made-up one); when the standard deviation is below ``eps`` (all
-rewards equal up to noise) the centred value is returned unscaled instead of dividing by ~0.
-Standard deviations are the population ones (``unbiased=False``), defined for groups of two
-(TRL divides by the sample one plus 1e-4: a constant factor per group size).
-
-Two estimators are registered (``registry``): ``task_relative`` (centred) and
-``task_relative_whitened``; ``scale`` overrides either's own.
-
-Which samples share a baseline is ``train.advantage_baseline`` (:func:`baseline_group`):
-``task_type`` (the seed's and AZR's task-relative baseline: every sample of one task type and
-role in the step) or ``task`` (a solve sample's baseline is the mean of its own task's samples,
-as in GRPO; the other roles keep the task-type group). With several solve samples per task,
-the task-type baseline mixes tasks of different difficulty: every sample of an easy task gets a
-positive advantage and every sample of a hard one a negative advantage, whatever the answer.
+Design: docs/design/rl.md#advantages.
 """
 
 from __future__ import annotations

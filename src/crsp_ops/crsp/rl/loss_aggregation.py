@@ -1,18 +1,9 @@
 """How per-token losses become one scalar: token mean, sequence mean or a constant normaliser.
 
-The step's loss is ``Σ_{b,t} w[b,t] · ℓ[b,t]`` over response tokens, with per-token weights
+Weights use step-wide denominators (all micro-batches, all ranks), so gradient accumulation
+equals one pass over the whole step.
 
-* ``token_mean``: ``w = 1 / N_tokens`` (every token of the step counts the same; DAPO, and the
-  trainer's behaviour before this choice existed);
-* ``sequence_mean``: ``w = 1 / (N_rows · L_b)`` (each response counts the same, its tokens
-  share it; GRPO as published: long responses get smaller per-token gradients);
-* ``constant_normalizer``: ``w = 1 / (N_rows · C)`` (Dr. GRPO: a fixed ``C`` such as the token
-  budget, so neither the response length nor the batch's token count scales the gradient).
-
-``N_tokens`` and ``N_rows`` count the whole step (all micro-batches, all ranks); a row with no
-loss token (e.g. a masked truncated completion) is not a row here. Weights are computed per
-micro-batch from those step-wide denominators, so gradient accumulation gives the same result
-as one pass over the whole step.
+Design: docs/design/rl.md#loss_aggregation.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """A KL penalty to the *initial* policy (TRL's ``beta``), beside TR-RPG's KL to the sampler.
 
-Per response token, with ``d = log π_ref − log π`` (the reference's log-prob of the sampled
-token minus the policy's):
+``k1`` or ``k3`` (Schulman's, GRPO's choice) per response token; the reference is the model
+with its LoRA adapter disabled, or a frozen copy of the initial weights.
 
-* ``k1 = −d = log π − log π_ref``: unbiased for ``KL(π ‖ π_ref)`` under samples from π, but
-  negative on some tokens;
-* ``k3 = exp(d) − d − 1``: ``≥ 0`` per token, unbiased and of lower variance (Schulman's
-  estimator; GRPO's choice).
-
-Both are 0 while the policy equals the reference. The loss adds ``coef · estimate`` per token
-(aggregated like the policy term). The samples come from the sampling policy, not from π, so
-both are estimates in the same sense GRPO's are.
-
-The reference: with a LoRA adapter, the very same model with its adapter disabled (no second
-copy of the weights); without one, a frozen copy of the initial weights taken before the first
-update (one more copy of the weights in memory; docs/scaling.md).
+Design: docs/design/rl.md#reference_kl.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """Importance-sampling correction between an engine's sampler and the trainer (TRL's TIS).
 
-An engine that samples (a served vLLM/SGLang, the colocated vLLM) records ``μ``, the
-log-probs of the distribution it actually drew from. The trainer's own log-probs of the same
-tokens, ``π_old`` (computed by the trainer on the same weights, before the update), differ:
-other kernels and precision, a truncating sampler (top-k/top-p), and weights that lag the
-trainer's by a few steps. As TRL's ``vllm_importance_sampling_correction`` does, the update
-then takes its ratio against ``π_old`` (so its clipping measures only the update's own drift)
-and multiplies each token's policy loss by ``ρ = π_old / μ``, bounded:
+Each token's loss is weighted by a bounded ``ρ = π_old / μ`` (truncated or masked, per token
+or per sequence), so the update's clipping measures only its own drift.
 
-* ``token_truncate``: ``ρ_t = min(exp(π_old_t − μ_t), clip_max)`` (truncated IS, Yao et al.);
-* ``token_mask``: ``ρ_t`` set to 0 where it leaves ``[clip_min, clip_max]``;
-* ``sequence_truncate`` / ``sequence_mask``: the same on one ratio per response,
-  ``exp(Σ_t (π_old_t − μ_t))``, carried by every token of it.
-
-``clip_min`` 0 means no lower bound (the truncation then only caps). A token whose ``μ`` is
-NaN (an engine that could not score it) gets a zero log difference (``ρ = 1``), as in TRL.
-``ρ`` carries no gradient: it is a weight on the loss, not part of the policy's ratio.
-
-Metrics (``correction_metrics``, token means over the response tokens): ``is_ratio_mean``
-(of ρ after the bound), ``is_capped_fraction`` (the share of tokens whose ratio the bound
-changed), ``sampling_logp_diff_mean``/``_max`` (``|π_old − μ|``, TRL's
-``sampling_logp_difference``).
+Design: docs/design/rl.md#sampling_correction.
 """
 
 from __future__ import annotations

@@ -1,40 +1,9 @@
 """TR-RPG: task-relative, KL-regularised policy gradient with importance weights.
 
-Per token, with ``l = clamp(logp_new − logp_old, −c, c)`` and ``w = exp(l) = π_new / π_old``
-(computed in log space, so huge or tiny ratios never overflow before the clamp), the seed asks
-for the ascent direction
+The per-token surrogate (clamped log-ratio, clipped importance weight, per-role KL to the
+sampler), registered as a policy loss; TRR++ is the same loss with beta 0.
 
-    dJ/dlogp_new = w · (A − β · (log w + 1)).
-
-Derivation of a surrogate with exactly that gradient: try ``J = w · (A − β · log w)``. Since
-``dw/dl = w`` and ``dl/dlogp_new = 1`` inside the clamp,
-
-    dJ/dl = w·A − β·(w·log w)' = w·A − β·(w·log w + w) = w · (A − β · (log w + 1)).  ∎
-
-So ``J`` is the importance-weighted advantage minus ``β · w·log w``, and ``E_old[w·log w]`` is
-``KL(π_new ‖ π_old)``: TR-RPG is a policy gradient with a KL(new‖old) penalty per role. The
-loss minimised is ``−J`` averaged over response tokens (token-mean over the batch). Outside
-the clamp the gradient is 0 (the sample is ignored), which is what keeps ±50 log-ratios finite.
-
-At ``new == old`` the KL term ``β·w·log w`` is exactly 0 while its gradient is ``−β`` per token:
-under sampling from π_old this has zero mean (``E[∇ log π] = 0``), acting like a baseline.
-
-Optional ratio clipping (PPO-style, ``ratio_clip = ε``) replaces the advantage part with
-``min(w·A, clip(w, 1−ε, 1+ε)·A)``; the KL part is never clipped. Where clipping is active the
-advantage part has zero gradient; ``clip_fraction`` reports how often. ``ratio_clip`` may be a
-pair ``(ε_low, ε_high)`` (DAPO's clip-higher: ``clip(w, 1−ε_low, 1+ε_high)``); a 0 side is not
-clipped.
-
-``token_objective`` and ``surrogate_loss`` run any policy loss registered by name
-(``registry``; contract ``LossTerms``), TR-RPG's being ``trrpg``. The ratio is per token, or
-per sequence (``importance_sampling_level="sequence"``, GSPO): ``l`` is then the mean of the
-sequence's token log-ratios, clamped and clipped once for the whole sequence. Optional extras
-of ``surrogate_loss``: a reference-model KL (``reference_kl``: ``ref_coef · estimate`` added
-per token, ``ref_kl`` in the metrics), per-token loss weights (``loss_aggregation``; without
-them the token mean of the batch) and a ``token_mask`` (``entropy_mask``).
-
-Metrics (masked means, detached): ``kl`` uses ``w·log w − w + 1``, which is ≥ 0 per token and
-has expectation ``KL(π_new ‖ π_old)`` under π_old (because ``E_old[w] = 1``).
+Design: docs/design/rl.md#trrpg.
 """
 
 from __future__ import annotations

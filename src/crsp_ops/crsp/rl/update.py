@@ -1,53 +1,9 @@
 """One policy-gradient update from a step's rollouts: TR-RPG or TRR++ through ``algorithms``.
 
-Log-probs of the current policy are computed on the padded ``TrainingBatch`` with the logits
-divided by the sampling temperature whenever the behaviour log-probs are ``processed`` (they
-then include the temperature), so an on-policy ratio is exactly 1 and the importance weights
-measure only real staleness (a server serving older weights, or a second update epoch).
-With in-process (on-policy) generation the first epoch's detached log-probs replace the
-sampler's: the ratio is exactly 1 there, with no second forward.
+Micro-batches bounded by a padded-token budget accumulate into one step-wide aggregation; a
+step with no signal never applies a gradient; every rank takes part, with or without rollouts.
 
-An engine that samples (served, colocated), with ``sampling_correction`` (TRL's vLLM
-importance-sampling correction): the same, and each token's loss weighted by the bounded
-``π_old / μ`` to the engine's log-probs (``sampling_correction``); without it: ratio to ``μ``.
-
-Cost and memory: rows are packed into micro-batches by length under a padded-token budget
-sized per device (``micro_batching``), so activation memory is bounded whatever the rollout
-lengths. The model computes logits only from the
-micro-batch's first response position on (``logits_to_keep``: prompt positions never reach the
-vocabulary projection), and the chosen log-probs are a gather minus a chunked logsumexp.
-Micro-batches accumulate gradients; each micro loss carries per-token weights computed from
-the whole step's denominator (``loss_aggregation``: the step's response tokens by default), so
-the result equals one aggregation over the whole step.
-
-Rows that share a prompt (a group's samples) share its encoding: unless sharded or with
-activation checkpointing, micro-batches keep a prompt's rows together and each distinct prompt
-goes through the model once (``shared_prefix``: the same log-probs and gradient).
-
-Options beside the seed's loss (docs/scaling.md): a reference-model KL (``reference_kl``: a
-no-grad forward of the initial policy per micro-batch), asymmetric ratio clipping, the loss
-aggregation, a sequence-level ratio (GSPO), the loss on high-entropy tokens only
-(``entropy_mask``: entropies computed only then), and rows whose loss mask was cleared
-(``mask_rows``: truncated completions keep their reward in the advantage baseline but train
-nothing).
-
-A step whose advantages are all 0 on every rank (every group's rewards equal) has no signal;
-its loss and metrics are still computed and logged (``update_skipped`` = 1). Its only
-gradient would be TR-RPG's KL part, ``−β`` per token at ratio 1, which has zero mean under the
-sampling policy but is not zero on a finite sample, and Adam scales any nonzero gradient to a
-full-size step: every weight would move by the full learning rate on noise. So that gradient
-is never applied: by default the step takes no optimizer step; with ``step_when_flat`` (the
-dataset and TRL presets) the gradient is set to 0 and the optimizer still steps, as TRL's
-Trainer does, so AdamW's momentum carries on (its update is then the decayed momentum alone)
-and its step count matches GRPO's.
-
-Across ``accelerate`` processes the step is every rank's rollouts: each rank's loss is scaled
-by ``world_size * local / global`` (tokens, or rows per the aggregation) so that DDP's gradient
-average is that one aggregation. A rank with no rollout still takes part (``batch=None``):
-DDP all-reduces gradients inside the backward pass, so a rank that skipped it would leave the
-others waiting forever. It runs one forward of a single token with a zero loss per epoch (zero
-gradients that reach every parameter) and the same optimizer steps, so the replicas stay
-identical.
+Design: docs/design/rl.md#update.
 """
 
 from __future__ import annotations

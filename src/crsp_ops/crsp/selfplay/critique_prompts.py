@@ -1,20 +1,9 @@
 """Prompts of the critique role and of the thinking-effort (creativity) grader.
 
-Both ask for JSON ``{"grade": ..., "rationale": ...}`` so one parser (``critique.parse_grade``)
-reads either; the grade comes first so a reply cut by the token budget still carries it. The
-grading prompt is our own wording of the seed's four dimensions and, as in RLSP, rewards the
-effort of the search, not whether it reached the right answer.
+Both ask for JSON ``{"grade": ..., "rationale": ...}``, grade first, and are built like the
+solver's (format, worked examples, an opened assistant turn) so a small model hits the format.
 
-Both conversations are built like the solver's (``tasks.prompts``) so that a small
-instruction-tuned model hits the format: the format in the system message, short worked
-examples (a user turn and the assistant's reply in the format), the real request, and the
-assistant turn already opened (critique: ``<think>``; grader: ``{"grade": ``), a prefill the
-backends continue. :func:`critique_response` and :func:`grading_response` put the prefill back
-before parsing. The critique has two worked examples, a wrong solution judged incorrect and a
-right one judged correct, each with its check on lines of its own between ``<think>`` and
-``</think>``: two examples keep a small model from answering one verdict every time, and the
-layout keeps it from writing the verdict line before ``</think>``
-(``benchmarks/crsp_role_format.py --roles critique`` measures the share of well-formed replies).
+Design: docs/design/trainer.md#critique_prompts.
 """
 
 from __future__ import annotations

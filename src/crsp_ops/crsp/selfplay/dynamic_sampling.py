@@ -1,16 +1,9 @@
 """Dynamic sampling (DAPO): drop solve groups without reward variance, refill from more tasks.
 
-A solve group is the n samples of one task (``info["task_index"]``). When all n got the same
-reward the group is *flat*: under a per-task baseline its advantages are all 0 and it only
-dilutes the step (TRL's "loss is 0"). ``refill`` drops the flat groups and asks ``solve_more``
-for as many new tasks of the same types, keeping the informative groups, for at most
-``max_rounds`` rounds; what is still missing after the cap stays missing (counted). Every
-generated sample is counted, kept or not, so a learning curve can be drawn against the
-samples actually generated.
+A flat group only dilutes the step under a per-task baseline; refills are capped at
+``max_rounds`` and every generated sample is counted, kept or not.
 
-Under the seed's ``task_type`` baseline a flat group is not advantage-free (its samples are
-compared with the whole type's mean); the drop then removes signal as well as noise, which is
-why the option is off by default (docs/scaling.md).
+Design: docs/design/trainer.md#dynamic_sampling.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """One self-play episode: propose → validate → solve (n samples) → critique → rewards.
 
-Generation goes through a ``GenerationBackend``; every program runs in the sandbox executor
-(``validate_proposals``, ``check_solutions``), never here. The output is a flat list of scored
-``RoleSample`` records, one per generated response that is trained on, plus episode counters.
-Every conversation ends in an opened assistant turn (``<think>``; the grader's ``{"grade": ``)
-that the backend continues; the parsers read the whole turn, the prefill put back
-(``solve_response``, ``propose_response``, ``critique_response``, ``grading_response``).
+Generation goes through a ``GenerationBackend`` and every program runs in the sandbox; the
+output is one scored ``RoleSample`` per trained response, plus episode counters.
 
-Rewards per role (sequence level; the format rule maps malformed → −1, well-formed but failed
-→ −0.5, else the role reward; it sits on the last response token):
-
-* propose: learnability ``1 − solve rate`` over the n solver samples of the proposed task
-  (0 when always or never solved); "passed" = the proposal validated;
-* solve: the step's ``RewardSet`` (``solve_rewards``): for the built-in tasks
-  ``alpha_s·correct + (1 − alpha_s)·length_reward`` under the format rule, "passed" = correct;
-  for a dataset's rows the weighted sum of the user's reward functions, "passed" = success;
-* critique: ``alpha_c·agreement + (1 − alpha_c)·creativity`` where creativity is the policy's
-  own greedy thinking-effort grade of the critique's ``<think>`` text (0 when there is none;
-  agreement alone when creativity grading is off); "passed" = the verdict agrees.
-
-Sampling: propose, solve and critique sample at ``temperature`` with the configured ``top_p``,
-``top_k``, ``min_p`` and ``repetition_penalty`` (``generation.*``); the creativity grader
-decodes greedily without them, as held-out evaluation does. The log-probs a backend returns
-for such samples are those of the truncated, penalised distribution (``processed``); the
-update computes the policy's own at the temperature only, as TRL does (see
-``policy.generation`` for what that means for the importance ratio).
+Design: docs/design/trainer.md#episode.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Prompt builders: what the solver sees for each task type, and what the proposer is asked.
 
-Every role answers as ``<think>...</think><answer>...</answer>``; the proposer puts fenced
-``python``, ``input`` and (code_f) ``message`` blocks inside its answer.
+Every role answers ``<think>...</think><answer>...</answer>``; conversations carry the format,
+a worked example and an opened ``<think>`` turn, so a small model hits the format.
 
-The solver's conversation is built so that a small instruction-tuned model hits the format:
-the format stated in a system message, one short worked example (a user turn and the
-assistant's answer in the format), the task, and the assistant turn already opened with
-``<think>`` (a prefill the backends continue; ``hf_chat``). The response therefore starts
-inside the thinking block; :func:`solve_response` puts the prefill back before parsing.
-(``benchmarks/crsp_solve_format.py`` measures the share of well-formed solve responses.)
-The proposer's conversation has the same shape (format in the system message, one worked
-proposal of the requested type, the request, ``<think>`` prefill); :func:`propose_response`
-puts its prefill back (``benchmarks/crsp_role_format.py`` measures every role).
-
-With ``scaffold`` (``train.propose_scaffold``) the proposer's turn is prefilled further: a fixed
-thinking sentence, ``</think><answer>`` and the opened program block, so the model writes only
-the blocks. The proposer's thinking earns no reward, and a small model would spend its token
-budget there instead of on the program.
+Design: docs/design/trainer.md#prompts.
 """
 
 from __future__ import annotations

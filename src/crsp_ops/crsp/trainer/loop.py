@@ -1,16 +1,9 @@
 """CRSP self-play trainer: propose → validate → solve → critique → rewards → TR-RPG / TRR++.
 
-A step (``train_step``) runs two hooks: ``generate_and_score`` (the episode: proposals validated
-in the sandbox, solves of new and buffered tasks, critiques, every response scored, flat solve
-groups optionally refilled) and ``update`` (rollouts through the ``InferenceContext``, then
-``rl.update.policy_update``). ``_after_step`` logs and calls transformers' callbacks, whose
-``TrainerControl`` decides when to evaluate (``trainer.evaluation``), checkpoint
-(``trainer.checkpoint``: the last step's once, after the final evaluation) or stop
-(``trainer.hf_flow``); the run's state is one ``RunState``. Settings are translated once in
-``trainer.options``; the policy and its generation are built in ``trainer.setup``. Under
-``accelerate launch`` each process samples its own episode and DDP averages the gradients; only
-the main process writes.
-Proposed code runs only in the sandbox executor.
+A step runs two hooks, ``generate_and_score`` and ``update``; transformers' callbacks decide
+when to evaluate, checkpoint or stop. Proposed code runs only in the sandbox executor.
+
+Design: docs/design/trainer.md#loop.
 """
 
 from __future__ import annotations
