@@ -1,15 +1,9 @@
 """One writer per output directory: an exclusive ``filelock`` held for the whole job.
 
-The lock file sits beside the directory (``.<name>.lock``), not inside it, so it never enters
-a DVC hash. On Linux ``FileLock`` is an ``fcntl`` lock, which the kernel drops when its holder
-dies (SIGKILL included): a stale lock from a dead process is recovered by simply taking it.
-The holder writes its pid and host into ``.<name>.lock.owner`` so that the refused second
-writer can say who holds the directory. When the lock had to create the parent directory
-(a fresh tree), releasing it removes the lock files and that directory again if nothing else
-was written there, so a command that fails early leaves nothing behind.
+The lock sits beside the directory (never in a DVC hash), dies with its holder, and names the
+holder to a refused second writer; under a multi-process launch only rank 0 takes it.
 
-Under a multi-process launch (``accelerate launch``/``torchrun`` set ``RANK``) only rank 0
-takes the lock: the ranks of one job are one writer.
+Design: docs/design/platform.md#dir_lock.
 """
 
 from __future__ import annotations

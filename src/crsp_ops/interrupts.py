@@ -1,14 +1,9 @@
 """Ctrl+C and SIGTERM as exceptions, deferred while a critical section (a tracking write) runs.
 
-A ``KeyboardInterrupt`` raised inside a store write (MLflow's sqlite session, say) can leave
-that store locked, so the run could not even be marked KILLED afterwards. Writes that must not
-be torn run inside ``critical_section()``: a SIGINT or SIGTERM that arrives meanwhile is only
-noted, and raised (``KeyboardInterrupt`` / ``Terminated``) when the outermost section ends.
-This needs ``install_handlers()`` (the CLI calls it); Python runs signal handlers in the main
-thread only, so sections on other threads never need to defer anything.
+An interrupt inside a store write could leave the store locked; ``critical_section()`` defers
+it to the section's end (after ``install_handlers()``).
 
-After a job's run has ended (FINISHED or KILLED) ``ignore_late_signals()`` keeps a late signal
-during interpreter teardown from turning the decided exit code into a traceback and -2/-15.
+Design: docs/design/platform.md#interrupts.
 """
 
 from __future__ import annotations

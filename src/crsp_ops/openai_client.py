@@ -1,15 +1,9 @@
 """The one way crsp_ops builds an ``openai.OpenAI`` client: configuration, then the environment.
 
-Configuration wins when set; else the OpenAI SDK's own variables apply, as OpenAI users expect:
+The configured base URL and key variable win; else ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, as
+OpenAI users expect. The key is never logged or shown in a ``repr``.
 
-- Base URL: the configured value when it is not empty; else ``OPENAI_BASE_URL``; else the
-  OpenAI API.
-- API key: the variable the configuration names (``*.api_key_env``) when it is set; else
-  ``OPENAI_API_KEY``; else, for any endpoint but the OpenAI API, the dummy ``"EMPTY"`` (local
-  servers ignore keys, the client requires one). The OpenAI API without a key is an error that
-  names both variables.
-
-The key is never logged or shown in a ``repr``: logs say which variable it came from.
+Design: docs/design/platform.md#openai_client.
 """
 
 from __future__ import annotations

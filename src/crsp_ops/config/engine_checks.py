@@ -1,16 +1,10 @@
 """What the colocated vLLM engine needs of this machine, checked when the settings load.
 
-``generation.backend=vllm_colocate`` builds a ``vllm.LLM`` inside the trainer's (or evolve's)
-process. Everything that would stop it there is refused here instead, before a run starts or
-anything is written, as one ``ConfigError`` line (exit 2 from the CLI):
+What would stop a ``vllm.LLM`` inside the run's process (no vLLM, sleep mode on CPU, memory the
+device cannot give, a temperature vLLM would silently raise) is one ``ConfigError`` line
+before anything starts or is written.
 
-- vLLM is not installed (the default install has none), or only the CUDA build on a CPU device;
-- ``generation.vllm_sleep_mode`` on a CPU device (vLLM's CPU worker has no sleep mode);
-- a ``generation.memory_fraction`` the device cannot give: vLLM's CPU worker reserves that
-  share of *host* memory and refuses when less is available, its CUDA worker likewise of the
-  GPU's free memory;
-- a sampling temperature in (0, 0.01): vLLM raises it to 0.01 (with a warning only), so the
-  samples would not come from the configured distribution.
+Design: docs/design/platform.md#engine_checks.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Whether a candidate replaces the best deltas, judged on the same minibatch (pure).
 
-The composite alone lets a candidate win by being shorter while it turns correct answers wrong
-(shortness is 40% of the composite, and on 8 questions a few tokens outweigh a lost answer
-less often than luck does). With paired judging both deltas answered the same questions, so the
-loop can count, question by question, the incumbent's correct answers the candidate lost
-(``lost_correct``) and refuse a candidate that lost more than ``max_lost_correct`` of them
-(``evolve.max_lost_correct``; -1 turns the guard off).
+Besides the composite, a paired guard refuses a candidate that lost more than
+``evolve.max_lost_correct`` of the incumbent's correct answers (-1: off).
 
-``evolve.acceptance`` picks the test itself: ``composite`` (a higher composite) or ``shorter``
-(fewer mean tokens and at least as many correct answers, ``shorter_and_as_correct``): the goal
-"shorter without costing correctness" judged directly, so a candidate cannot win on one answer
-turned right by luck while it writes as much as before.
+Design: docs/design/evolve.md#acceptance.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """What the reflector's server tells before the first request: its models, context and tokens.
 
-``check_server`` asks ``GET /v1/models`` once (before the MLflow run opens, so a bad endpoint
-costs one line and exit code 2): an endpoint that cannot be reached, or a list of served models
-without ``reflector.model``, is a ``ConfigError``; a server that lists no models (it answers
-the route with an error) is taken on trust. ``prompt_fit`` then picks how the prompt is fitted
-(``reflector_context``):
+``check_server`` asks ``GET /v1/models`` once, before the MLflow run opens; ``prompt_fit`` picks
+the context size and the token count the prompt is fitted with.
 
-- the context: the smaller of the model's ``max_model_len`` (vLLM reports it in the list) and
-  ``reflector.context_tokens``; neither known: the prompt is sent as built (logged);
-- the count: the server's ``/tokenize`` (vLLM; chat template applied), else the local tokenizer
-  ``reflector.tokenizer``, else the conservative ``estimate_tokens``.
+Design: docs/design/evolve.md#reflector_server.
 """
 
 from __future__ import annotations

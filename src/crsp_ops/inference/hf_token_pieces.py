@@ -1,15 +1,9 @@
 """Map tokenizer vocabulary pieces to raw bytes and back, for the three common HF vocab styles.
 
-Engines report each generated token as a string (and, in OpenAI-shaped logprobs, its UTF-8
-bytes). Depending on the engine that string is the vocabulary *piece* (``"Ġhello"``,
-``"▁hello"``, ``"<0xE2>"``) or the *decoded text* (``" hello"``). Turning either back into a
-token id needs the tokenizer's piece↔bytes convention:
+Engines report a token as its piece or its decoded text; turning either back into an id needs
+the tokenizer's convention (``byte_level``, ``sentencepiece`` or ``other``).
 
-- ``byte_level`` (GPT-2, Llama-3, Qwen): every byte is drawn as one printable character
-  (``bytes_to_unicode``); a leading space is ``Ġ``, a newline ``Ċ``.
-- ``sentencepiece`` (Llama-2, Mistral, Gemma): a space is ``▁``; bytes outside the vocabulary
-  are byte-fallback pieces ``<0xNN>``.
-- ``other``: the piece is assumed to be the text itself (no byte view).
+Design: docs/design/inference.md#hf_token_pieces.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """A server's process group: launch a command that dies with us, and stop the whole group.
 
-The command runs in its own session (``start_new_session``), so its process group id is its
-pid and one ``killpg`` reaches every worker it forks (vLLM and SGLang both spawn several).
-Stopping is SIGTERM to the group, then SIGKILL after a grace period.
+One ``killpg`` reaches every worker the server forks; a parent-death signal ends it even when
+this process is SIGKILLed.
 
-A SIGKILL of this process cannot be intercepted, so the child owns its own end: on Linux it is
-launched with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``), which the kernel
-sends when the launching thread dies, SIGKILL included. Only launches from the main thread get
-it (the signal follows the launching *thread*, and a restart from a worker thread would die
-with that thread).
+Design: docs/design/inference.md#process_group.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Rollout records and the padded training batch built from them.
 
-Inference produces :class:`Rollout` records (numpy, one per sampled response); a trainer groups
-them (:class:`RolloutGroup`: several responses to one example, the unit of a task-relative
-baseline), collects groups into a :class:`RolloutBatch`, and turns that into a
-:class:`TrainingBatch` of padded torch tensors.
+``Rollout`` (one sampled response) → ``RolloutGroup`` (one example's responses, the unit of a
+baseline) → ``RolloutBatch`` → ``TrainingBatch`` of right-padded ``(B, T)`` tensors indexed by
+token position.
 
-Position convention of :class:`TrainingBatch`: every ``(B, T)`` tensor is indexed by *token
-position*. ``old_logprobs[b, t]`` is the engine's logprob of ``input_ids[b, t]`` given the
-tokens before it, so it is compared with ``log_softmax(logits[b, t - 1])[input_ids[b, t]]``:
-shift logits left by one (``logits[:, :-1]``) and every position tensor right by one
-(``[:, 1:]``). Sequences are right-padded, so default position ids are correct.
+Design: docs/design/inference.md#rollouts.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Spans of text that name something outside the codebase and so must never be rewritten.
 
-Every form of a published artifact's name: Hugging Face hub ids
-(``andrewzh/Absolute_Zero_Reasoner-Coder-7b``; renaming it would point at nothing), their cache
-directories (``models--andrewzh--Absolute_Zero_Reasoner-Coder-7b``, ``datasets--…``,
-``spaces--…``), ``hf://`` and ``huggingface.co/`` URLs, ``repo_id=`` and
-``from_pretrained("…")``-style string arguments, MLflow URIs (``runs:/``, ``models:/``) and W&B
-URIs (``wandb://``, ``wandb-artifact://``, ``wandb.ai/…``, ``use_artifact("…")``). Also any other
-URL, citation keys and BibTeX entries (they name the original paper), opaque base64-like blobs,
-and whatever the user's ``--keep`` patterns match.
+Published artifacts' names (hub ids and their caches, URLs, MLflow and W&B URIs), citation keys,
+opaque blobs and the user's ``--keep`` patterns; each span has a ``reason`` and a ``kind``.
 
-Each span has a ``reason`` (why an occurrence inside it is left) and a ``kind`` (how the report
-groups protected references); they differ only for URLs, whose kind names the service.
+Design: docs/design/platform.md#protect.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Assign every vocabulary id of a tokenizer to a steering cluster.
 
-Cluster 0 = the EOS/EOT ids, cluster 1 = digit/arithmetic/currency tokens (both exact rules,
-see ``token_rules``); every other token's decoded text is embedded, PCA-reduced and clustered
-with k-means, and its cluster id is ``label + 2``. This runs once per tokenizer (the
-``clusters`` stage); steering afterwards only gathers per-cluster deltas through the table.
+Cluster 0 = EOS/EOT, 1 = digits/arithmetic/currency, the rest k-means over embedded token text
+(``label + 2``); built once per tokenizer, so steering is only a gather through the table.
 
-Shortcuts, and why:
-- texts are embedded in order of length so each batch pads little (then put back in id order);
-- above ``minibatch_threshold`` rule-free tokens, MiniBatchKMeans replaces KMeans (a large
-  vocabulary clusters far faster, at a small inertia cost);
-- representatives are the members nearest their centroid in PCA space (where k-means ran).
+Design: docs/design/steering.md#clusters.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Run one job in a fresh, resource-limited interpreter and classify how it ended.
 
-Isolation, outermost first: the AST check (``ast_guard``) rejects banned constructs before any
-process starts; the job then runs in a fresh ``python -I -S`` process (no site-packages, no
-environment, no access to this package) in its own session, so a wall-clock timeout can
-SIGKILL the whole process group, forks included; the child lowers its own rlimits (address
-space, CPU time, file size, process count) and arms an audit hook (see ``_harness``). The
-working directory is a fresh temporary folder removed afterwards, and the result comes back
-through a file outside that folder, read with a size cap, tagged with a per-run nonce so a
-program cannot forge it by printing.
+Isolation in layers (AST check, ``python -I -S`` child in its own session, rlimits, an audit
+hook, a temporary working folder, a nonce-tagged result); the calling process never executes
+proposed code.
 
-The calling process only parses and compares text: it never executes proposed code.
+Design: docs/design/trainer.md#sandbox.
 """
 
 from __future__ import annotations

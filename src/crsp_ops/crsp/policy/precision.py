@@ -1,16 +1,9 @@
 """The dtype a trained model's weights are loaded in and the one it computes in (``model.dtype``).
 
-``auto`` changes nothing: the weights keep the checkpoint's dtype and ``train.mixed_precision``
-alone sets the compute. ``fp32`` / ``bf16`` / ``fp16`` name the compute dtype (TRL's
-``model_init_kwargs={"dtype": ...}``), under the rule PEFT and AMP users expect: the weights
-the optimizer updates are fp32.
+``auto`` keeps the checkpoint's dtype; ``fp32`` / ``bf16`` / ``fp16`` name the compute dtype
+while the weights the optimizer updates stay fp32, as PEFT and AMP users expect.
 
-* LoRA: the frozen base is loaded in the dtype (bf16 halves its memory); peft's
-  ``autocast_adapter_dtype`` keeps the adapter fp32 (``peft_setup.prepare_policy``).
-* Full fine-tuning: the weights are loaded in fp32, the master weights AdamW updates; the
-  half-precision compute is accelerate's autocast.
-* So ``bf16`` / ``fp16`` imply ``train.mixed_precision`` of the same dtype: ``no`` is raised to
-  it, the other half-precision dtype is a ``ConfigError``.
+Design: docs/design/trainer.md#precision.
 """
 
 from __future__ import annotations

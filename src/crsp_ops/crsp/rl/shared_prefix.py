@@ -1,15 +1,9 @@
 """Policy log-probs of rows that share prompts, each distinct prompt encoded once, with gradient.
 
-A step's rows are ``G`` samples per prompt, and a plain forward encodes each prompt ``G``
-times: with 150-token prompts, 48-token answers and 8 samples, two thirds of the update's
-tokens are prompt repeats. Here a micro-batch's distinct prompts (all but their last token)
-go through the model once; their KV cache is gathered to the rows (``shared_prefill``), and
-each row's answer, preceded by its last prompt token, goes through with that cache. The
-gather is differentiable, so the backward pass gives each prompt the sum of its rows'
-gradients: the same log-probs and gradient as the plain forward, up to float rounding.
+A step holds each prompt ``G`` times; encoding it once and gathering its KV cache to the rows
+gives the same log-probs and gradient as the plain forward, up to float rounding.
 
-``prefix_plan`` is pure host-side bookkeeping (which rows share what, where each answer
-lies); ``shared_prefix_scores`` runs the two forwards.
+Design: docs/design/rl.md#shared_prefix.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Extract answers from solver responses and check them against a task's truth.
 
-Responses follow ``<think>...</think><answer>...</answer>`` (a final ``</answer>`` may be
-missing: ``solver_answer``). Code answers are compared as
-Python literals (``ast.literal_eval``, which evaluates no code) with an exact-text fallback;
-code_i and code_f answers must be *run*, so this module only builds the ``ExecutionJob`` and
-judges the sandbox's ``ExecutionResult`` — execution itself happens in the sandbox.
-Math answers are compared after light LaTeX normalisation, numerically when both sides parse
-as rationals; a numeric truth is also accepted through ``evaluation.correctness.grade`` with the
-task's question (units and precision the question asks for, percent ↔ fraction, the committed
-figure of a worded answer; refusals and several uncommitted values are wrong), at a tolerance
-of ``MATH_REL_TOL`` since math answers are exact.
+Code answers compare as Python literals (code_i / code_f only build the sandbox job and judge
+its result); math answers after light LaTeX normalisation, numerically when possible.
+
+Design: docs/design/trainer.md#answers.
 """
 
 from __future__ import annotations

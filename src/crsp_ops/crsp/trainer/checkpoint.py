@@ -1,15 +1,9 @@
 """Checkpoints of a self-play run: HF model dir + ``trainer_state.pt``, newest N kept.
 
-``write_checkpoint`` / ``restore_checkpoint`` save and restore a run's ``RunState`` with its
-policy; the functions below them write and read one checkpoint.
+Written to a temporary folder and renamed into place, so a crash never leaves a half checkpoint;
+``trainer_state.pt`` holds only tensors and plain values (``weights_only=True``).
 
-With LoRA the HF directory holds the frozen base weights and ``adapter/`` the PEFT adapter
-(``peft_setup``); ``--resume`` loads the first as the model and restores the second.
-
-A checkpoint is written into a temporary folder and renamed into place, so a crash mid-save
-never leaves a half checkpoint that ``latest_checkpoint`` would pick. ``trainer_state.pt``
-holds only tensors and plain Python values (loaded with ``weights_only=True``): optimizer
-state, step, task buffers, and the Python and torch RNG states.
+Design: docs/design/trainer.md#checkpoint.
 """
 
 from __future__ import annotations
