@@ -128,14 +128,14 @@ sync: setup  ## write params.yaml from Kconfig + .config
 
 # Every benchmark with its fast preset (benchmarks/presets.py: proves each runs on a fresh clone,
 # 15-20 min on 2 cores; not results) or its long one (the docs' measurements: hours). Both stop at
-# the first failure. TRL (the [bench] extra) is needed by train_step.py and learning_curve.py.
+# the first failure. TRL (the [bench] extra) is needed by `step time` and `learning curve`.
 bench: setup  ## every benchmark's fast preset, one JSON line each; stops at the first failure
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
-	$(PY) benchmarks/bench_all.py
+	$(PY) -m benchmarks.bench_all
 
 bench-long: setup  ## every benchmark's long preset (hours); stops at the first failure
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
-	$(PY) benchmarks/bench_all.py --long
+	$(PY) -m benchmarks.bench_all --long
 
 # --app-name crsp-ui: MLflow's app, opening in the model-training view with the key metric
 # columns in a browser that has made no choice of its own (crsp_ops.tracking.ui_app)

@@ -1,14 +1,14 @@
 """Run every benchmark's preset in turn (``make bench``: fast, ``make bench-long``: long).
 
 Builds the embedded defaults' stages once (``presets.BENCH_STAGES``), runs
-``benchmarks/<script> <preset args>`` for each entry of ``presets.PRESETS`` (``--only`` picks
-some), prints each benchmark's JSON line on stdout,
-and stops at the first failure: its stderr tail on stderr, exit 1. A script in ``benchmarks/``
-that is neither a preset nor a known library module is a failure too, so none is forgotten
-(one-off studies live in ``benchmarks/studies/``, which is not scanned). Last, on stderr, a
+``python -m benchmarks.<tool> [mode] <preset args>`` from the repository root for each entry of
+``presets.PRESETS`` (``--only`` picks some), prints each benchmark's JSON line on stdout, and
+stops at the first failure: its stderr tail on stderr, exit 1. A tool in ``benchmarks/`` (or a
+mode of one) that is neither a preset nor a known library module is a failure too, so none is
+forgotten (one-off studies live in ``lab/studies/``, which is not scanned). Last, on stderr, a
 summary: one line per benchmark run (name, seconds, ok or FAILED) and the total time.
 
-    python benchmarks/bench_all.py [--long] [--only tracking_overhead.py ...] [--light]
+    python -m benchmarks.bench_all [--long] [--only tracking_overhead learning.curve ...] [--light]
 """
 
 from __future__ import annotations
@@ -23,18 +23,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from presets import BENCH_STAGES, NOT_BENCHMARKS, PRESETS, expand
-from proposers import embedded_default
+from benchmarks.presets import BENCH_STAGES, NOT_BENCHMARKS, PRESETS, command, expand, tool_modes
+from benchmarks.proposers import embedded_default
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BUILD = "(bench project)"  # the summary's row for building the presets' project
 
 
+def tools() -> list[str]:
+    """Every benchmark in ``benchmarks/``: each module's name, each tool package's modes."""
+    modules = [p.stem for p in HERE.glob("*.py") if p.stem not in NOT_BENCHMARKS]
+    packages = [f"{p.parent.name}.{mode}" for p in HERE.glob("*/__main__.py")
+                for mode in tool_modes(p.parent.name)]
+    return sorted(modules + packages)
+
+
 def unlisted() -> list[str]:
-    """Scripts in ``benchmarks/`` with no preset (and not a library module)."""
-    return sorted(p.name for p in HERE.glob("*.py")
-                  if p.name not in PRESETS and p.name not in NOT_BENCHMARKS)
+    """Benchmarks in ``benchmarks/`` with no preset (and not a library module)."""
+    return [name for name in tools() if name not in PRESETS]
 
 
 def json_line(stdout: str) -> dict | None:
@@ -49,11 +56,11 @@ def json_line(stdout: str) -> dict | None:
     return None
 
 
-def run_one(script: str, args: list[str], *, timeout_s: float) -> tuple[dict | None, str]:
+def run_one(name: str, args: list[str], *, timeout_s: float) -> tuple[dict | None, str]:
     """Run one benchmark; ``(its JSON line or None on failure, why it failed)``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true"}
     try:
-        done = subprocess.run([sys.executable, str(HERE / script), *args], cwd=REPO, env=env,
+        done = subprocess.run([*command(name), *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout_s:.0f} s"
@@ -68,9 +75,9 @@ def run_one(script: str, args: list[str], *, timeout_s: float) -> tuple[dict | N
 def summary(rows: list[tuple[str, float, bool]], total_s: float, not_run: int) -> str:
     """One line per benchmark run (name, seconds, ok or FAILED), then the total.
 
-    >>> print(summary([("a.py", 1.24, True), ("bb.py", 30.0, False)], 40.0, 2))
-    a.py     1 s  ok
-    bb.py   30 s  FAILED
+    >>> print(summary([("a", 1.24, True), ("b.mode", 30.0, False)], 40.0, 2))
+    a         1 s  ok
+    b.mode   30 s  FAILED
     total 40 s: 1 ok, 1 failed, 2 not run
     """
     width = max((len(name) for name, _, _ in rows), default=0)
@@ -85,7 +92,8 @@ def summary(rows: list[tuple[str, float, bool]], total_s: float, not_run: int) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--long", action="store_true", help="the long presets (hours)")
-    parser.add_argument("--only", nargs="+", default=None, help="these scripts only")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="these benchmarks only (names as in presets.py: tool or tool.mode)")
     parser.add_argument("--light", action="store_true", help="skip the heavy presets")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per benchmark")
     args = parser.parse_args(argv)
@@ -131,7 +139,7 @@ def run_all(names: list[str], *, long: bool, timeout_s: float,
                       file=sys.stderr)
                 rows.append((name, 0.0, False))
                 return 1
-            scratch = root / name.removesuffix(".py")
+            scratch = root / name
             scratch.mkdir()
             argv_ = expand(preset.long if long else preset.fast,
                            model=str(project / "models/base"), scratch=str(scratch),

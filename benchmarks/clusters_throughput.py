@@ -5,8 +5,8 @@ on a real tokenizer and prints one JSON line. ``--target-vocab`` grows the vocab
 surface variants of the tokenizer's own tokens (" x", "X", "x." ...) to reach a realistic size
 (e.g. 150000 for Qwen-like models) when no such tokenizer is available offline.
 
-    python benchmarks/clusters_throughput.py                       # CPU, MiniLM's 30k vocabulary
-    python benchmarks/clusters_throughput.py --device cuda --target-vocab 150000 --batch-size 4096
+    python -m benchmarks.clusters_throughput                       # CPU, MiniLM's 30k vocabulary
+    python -m benchmarks.clusters_throughput --device cuda --target-vocab 150000 --batch-size 4096
 """
 
 from __future__ import annotations

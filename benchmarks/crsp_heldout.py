@@ -8,7 +8,7 @@ again. Per step: time, the step's rollouts (well-formed share, correct, rewards 
 the process's peak resident memory during the step (sampled every 50 ms). Solve rates carry a
 95% bootstrap interval over tasks, and the paired after − before difference one too.
 
-    python benchmarks/crsp_heldout.py --model /tmp/smollm2_hf --steps 2 \
+    python -m benchmarks.crsp_heldout --model /tmp/smollm2_hf --steps 2 \
         [--set train.max_new_tokens_solve=96]
 
 Prints one JSON line. Nothing is downloaded.

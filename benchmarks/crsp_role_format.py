@@ -8,7 +8,7 @@ response tokens, finish reasons and the first few malformed responses (as genera
 prefill); for propose also the valid share and the commonest reasons a
 well-formed proposal was not valid, for critique the grader's format failures.
 
-    python benchmarks/crsp_role_format.py --model /tmp/smollm2 --proposals 24 \
+    python -m benchmarks.crsp_role_format --model /tmp/smollm2 --proposals 24 \
         --solve-samples 2 --critiques-per-task 2 --set train.temperature=0.7 \
         [--set train.max_new_tokens_propose=96]
 

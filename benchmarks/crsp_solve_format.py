@@ -8,7 +8,7 @@ well-formed count and share (95% Wilson interval), correct count, finish reasons
 tokens, the reward of every rollout grouped as correct / well-formed-wrong / malformed, the
 generation time and the first few malformed responses (after the prefill).
 
-    python benchmarks/crsp_solve_format.py --model /tmp/smollm2_hf --budgets 48 64 96 \
+    python -m benchmarks.crsp_solve_format --model /tmp/smollm2_hf --budgets 48 64 96 \
         [--samples 2] [--set train.temperature=1.0]
 
 ``--model`` is an HF model directory (or a ``model_ref.json`` directory); settings come from

@@ -12,7 +12,7 @@ then decodes greedily, unsteered:
 - with ``--train``, the demo's train stage itself (``crsp-ops train`` from the base model, as
   the pipeline runs it with seeding off): its held-out paired gain from ``<out>.metrics.json``.
 
-    python benchmarks/demo_model_probe.py --crsp-seeds 1 2 --train --set model.tiny_train_steps=900
+    python -m benchmarks.demo_model_probe --crsp-seeds 1 2 --train --set model.tiny_train_steps=900
 
 Prints one JSON line: per seed the base model's training time, the solve rate with its 95%
 interval, and the FinanceBench correctness with its interval and answer form counts. For

@@ -19,11 +19,11 @@ jointly, ``evaluation.paired_gains``), the correctness non-inferiority verdict (
 the first arm minus each other arm, paired over questions. One JSON line goes to stdout.
 
     crsp-ops convert-model --set model.source=smollm2 --out /tmp/smollm2_hf   # once, ~1 min
-    python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 1 2 \
+    python -m benchmarks.evolve_heldout --converted /tmp/smollm2_hf --seeds 0 1 2 \
         --heldout 400 --project /tmp/crsp_evolve_heldout_400 > evolve_heldout.json
 
     # a quick check of the plumbing (minutes): 1 seed, 2 iterations, 8 questions
-    python benchmarks/evolve_heldout.py --converted /tmp/smollm2_hf --seeds 0 --heldout 8 \
+    python -m benchmarks.evolve_heldout --converted /tmp/smollm2_hf --seeds 0 --heldout 8 \
         --iterations 2 --set evolve.minibatch_size=2 --project /tmp/crsp_evolve_heldout_8
 
 Arms: ``offline`` (the default proposer), ``tpe`` / ``cmaes`` / ``random`` (Optuna's samplers run
@@ -55,6 +55,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from benchmarks.splits import SPLITS, evolve_split  # noqa: E402
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
 from crsp_ops.data.financebench_synthetic import DEFAULT_MAX_REVENUE  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
@@ -83,9 +84,6 @@ from crsp_ops.inference.open_backend import (  # noqa: E402
 )
 from crsp_ops.models.comparison_keys import rows_sha256  # noqa: E402
 from crsp_ops.paths import copy_config_tree  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from splits import SPLITS, evolve_split  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PROJECT = Path(tempfile.gettempdir()) / "crsp_evolve_heldout"

@@ -12,8 +12,8 @@ It also reports the fixed per-iteration cost directly: the wall and CPU millisec
 output worker spends per iteration on files, metrics, artifacts and the plot (goal <= 50 ms).
 Prints one JSON line. Target: ``outside_generation_share < 0.05``.
 
-    python benchmarks/evolve_overhead.py [--iterations 6] [--project DIR] [--set KEY=VALUE]
-    python benchmarks/evolve_overhead.py --built-project /path/to/clone   # after make demo-real
+    python -m benchmarks.evolve_overhead [--iterations 6] [--project DIR] [--set KEY=VALUE]
+    python -m benchmarks.evolve_overhead --built-project /path/to/clone   # after make demo-real
 
 ``--built-project`` uses a project whose stages already ran (e.g. a clone after
 ``make demo-real``: the SmolLM2 profile, where generation is realistic) as it is, with its own
@@ -32,7 +32,7 @@ import statistics
 import time
 from pathlib import Path
 
-from proposers import DEFAULT_PROJECT, Harness, embedded_default
+from benchmarks.proposers import DEFAULT_PROJECT, Harness, embedded_default
 
 
 def main() -> None:

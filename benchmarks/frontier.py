@@ -7,7 +7,7 @@ generation counts). Each run's best deltas are then scored on the same held-out 
 95% bootstrap intervals over the questions; the summary adds a bootstrap interval of the mean
 over seeds. Prints one JSON line.
 
-    python benchmarks/frontier.py [--seeds 0 1 2] [--budget 96] [--project DIR]
+    python -m benchmarks.frontier [--seeds 0 1 2] [--budget 96] [--project DIR]
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from proposers import Harness, add_harness_args, embedded_default
-
+from benchmarks.proposers import Harness, add_harness_args, embedded_default
 from crsp_ops.evaluation.bootstrap import bootstrap_interval
 from crsp_ops.evaluation.intervals import composite_interval, proportion_interval
 from crsp_ops.evolve.iteration import score_dict

@@ -10,7 +10,7 @@ recorded first-run agreement (``first_run.json``: before any rule change for tha
 all batches as ``first_run_all``, the grader's first-sight agreement), and
 the cases the grader gets wrong, as the failures list.
 
-    python benchmarks/grader_agreement.py [--cases FILE] [--rel-tol 0.01]
+    python -m benchmarks.grader_agreement [--cases FILE] [--rel-tol 0.01]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CRSP's dataset-default update against TRL's GRPO update on the same rollouts; one JSON line.
 
-    python benchmarks/grpo_equivalence.py --model /tmp/smollm2            # json_extraction, ~2 min
-    python benchmarks/grpo_equivalence.py --model M --reward synthetic    # any model, random too
+    python -m benchmarks.grpo_equivalence --model /tmp/smollm2            # json_extraction, ~2 min
+    python -m benchmarks.grpo_equivalence --model M --reward synthetic    # any model, random too
 
 TRL's ``GRPOTrainer`` (its loss defaults, ``beta=0``, fp32) takes one optimizer step on
 ``--prompts`` dataset rows × ``--samples`` completions it samples itself; its gradient is read
@@ -41,7 +41,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from trl_grpo import grpo_config
+from benchmarks.trl_grpo import grpo_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="TRL's sampling seed")
     parser.add_argument("--micro-batch", type=int, default=None,
                         help="TRL's rows per forward pass (gradient accumulation over the "
-                             "step), as benchmarks/learning_curve.py runs it; default: all")
+                             "step), as `benchmarks.learning curve` runs it; default: all")
     parser.add_argument("--steps", type=int, default=1,
                         help="optimizer steps: TRL samples each step's rollouts, CRSP replays "
                              "them with its own AdamW; the weights after the last are compared")

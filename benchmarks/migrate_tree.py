@@ -6,7 +6,7 @@ directories, HF/W&B/MLflow URIs, loader arguments, labels). The timed call is th
 plan, validate, apply (through ``git mv`` in a git work tree, the real-world case) and the
 second pass that proves idempotence. Prints one JSON line. Goal: a few seconds.
 
-    python benchmarks/migrate_tree.py [--files 300] [--no-git]
+    python -m benchmarks.migrate_tree [--files 300] [--no-git]
 """
 
 from __future__ import annotations

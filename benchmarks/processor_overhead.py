@@ -10,9 +10,9 @@ ratio is the median of the per-repetition paired ratios with a 95% bootstrap int
 (``paired``); ``--reps`` sets how many, and the interval's half-width says whether the run
 resolves the goal's margin (±1% needs many repetitions on a shared CPU).
 
-    python benchmarks/processor_overhead.py                       # tiny model on CPU
-    python benchmarks/processor_overhead.py --model models/base --reps 10
-    python benchmarks/processor_overhead.py --device cuda --random-init   # ~0.5B, 150k vocab
+    python -m benchmarks.processor_overhead                       # tiny model on CPU
+    python -m benchmarks.processor_overhead --model models/base --reps 10
+    python -m benchmarks.processor_overhead --device cuda --random-init   # ~0.5B, 150k vocab
 
 ``--random-init`` builds a randomly initialised Qwen2-like model (hidden 896, 24 layers, 14
 heads, 2 KV heads, vocabulary 151936) with a random 12-cluster table over its whole vocabulary;
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from paired import interleaved, summary
+from benchmarks.paired import interleaved, summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -6,7 +6,7 @@ default (the tiny model, its clusters, zero initial deltas, the synthetic Financ
 each run's best deltas are then scored on the same held-out questions. ``--split dev|test``
 takes the data and search seeds of ``benchmarks/splits.py``. Prints a table and a JSON line.
 
-    python benchmarks/proposers.py [--split dev] [--iterations 8] [--arms offline tpe] \
+    python -m benchmarks.proposers [--split dev] [--iterations 8] [--arms offline tpe] \
         [--project DIR]
 
 The embedded default is built once under ``--project`` with the real stage commands
@@ -24,8 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from splits import SPLITS, evolve_split  # noqa: E402
+from benchmarks.splits import SPLITS, evolve_split
 
 REPO = Path(__file__).resolve().parents[1]
 ARMS = ("offline", "tpe", "cmaes", "random")
@@ -130,8 +129,7 @@ class Harness:
 
 def evolve_once(harness: Harness, arm: str, seed: int, iterations: int, out: Path):
     """Run the loop with one arm (``offline`` or an Optuna sampler); return its outcome."""
-    from evolve_heldout import arm_proposer
-
+    from benchmarks.evolve_heldout import arm_proposer
     from crsp_ops.evolve.loop import LoopConfig, run_evolution
     from crsp_ops.evolve.proposer_factory import build_proposer
     from crsp_ops.evolve.store import EvolutionStore

@@ -1,6 +1,6 @@
 """What the reward plug-in road costs per training step beside the direct built-in code (JSON).
 
-    python benchmarks/reward_overhead.py --model /tmp/smollm2 --reps 20
+    python -m benchmarks.reward_overhead --model /tmp/smollm2 --reps 20
 
 One step's solve samples (``--tasks`` edge-math tasks x ``--samples``, sampled once from
 ``--model`` on the trainer's solve conversation) are scored three ways, interleaved ``--reps``

@@ -1,6 +1,6 @@
 """CRSP step time with rollouts from a real vLLM server vs in process; prints one JSON line.
 
-    flock /tmp/crsp_cpu.lock .venv/bin/python benchmarks/server_rollouts.py --model /tmp/smollm2
+    flock /tmp/crsp_cpu.lock .venv/bin/python -m benchmarks.server_rollouts --model /tmp/smollm2
 
 Three ways the trainer gets its samples, the same model, settings, seed and tasks, one after
 another on the same machine:
@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from train_step import bench_tasks
-from vllm_cpu import vllm_cpu_overrides
+from benchmarks.step.crsp_side import bench_tasks
+from benchmarks.vllm_cpu import vllm_cpu_overrides
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]

@@ -64,7 +64,7 @@ LEARNING_CURVE = {
 # benchmark's 0-2 included): no test seed may be one of them.
 DEV_SEEDS_USED = frozenset({0, 1, 2, 102, 202, 302, 402, 502, 602, 702})
 # The suite tasks' test files by content hash (fresh seeds, issue 73): a claim names these, and
-# a second claim on the same files and question is a re-look (benchmarks/claims_table.py).
+# a second claim on the same files and question is a re-look (lab/claims_table.py).
 SUITE_TEST_FILES = {
     "examples/json_extraction/test.jsonl":
         "0feea572af33a1d9175dc370dfb7ae4c92c7b8180acf57380c13316485afcf72",

@@ -4,7 +4,7 @@ Both run in one process, against the default sqlite store, in one MLflow run (di
 in ``--reps`` interleaved repetitions (``paired``: median speedup with a 95% bootstrap interval).
 Prints one JSON line. Goal: the tracking module at least 20x faster.
 
-    python benchmarks/tracking_overhead.py [--points 10000] [--reps 3]
+    python -m benchmarks.tracking_overhead [--points 10000] [--reps 3]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from paired import interleaved, summary
+from benchmarks.paired import interleaved, summary
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ step is one gather of per-slot deltas through the device-resident cluster table 
 logits row (rows reordered and, with ``--spec-tokens``, expanded as under speculative decoding)
 and one in-place add. Prints one JSON line; ``ratio`` = processor step / fp32 copy.
 
-    python benchmarks/vllm_v2_apply.py                          # CPU, 32 requests, 151936 vocab
-    python benchmarks/vllm_v2_apply.py --device cuda --requests 256 --spec-tokens 3
+    python -m benchmarks.vllm_v2_apply                          # CPU, 32 requests, 151936 vocab
+    python -m benchmarks.vllm_v2_apply --device cuda --requests 256 --spec-tokens 3
 """
 
 from __future__ import annotations

@@ -322,7 +322,10 @@ def copy_scanned(tmp_path: Path) -> Path:
 )
 def test_a_planted_broken_reference_fails(tmp_path, file, planted, expected):
     root = copy_scanned(tmp_path)
-    planted_here = lambda: any(p.startswith(file + ":") and expected in p for p in broken(root))
+
+    def planted_here() -> bool:
+        return any(p.startswith(file + ":") and expected in p for p in broken(root))
+
     assert not planted_here()
     target = root / file
     text = target.read_text()

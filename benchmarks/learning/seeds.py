@@ -1,6 +1,6 @@
 """Learning-curve gains over training runs: per run, then the mean with a 95% t-interval.
 
-Reads the ``learning_curve.json`` files that ``benchmarks/learning_curve.py --out DIR`` wrote,
+Reads the ``learning_curve.json`` files that ``benchmarks.learning curve --out DIR`` wrote,
 one per training run. A run is its ``--seed`` (the tasks, their order and the held-out set)
 and its ``--sampling-seed`` (each arm's sampling; default the seed). Prints one JSON line: for
 every arm and every run that holds it, the held-out solve rate at step 0 and at ``--step``
@@ -22,14 +22,14 @@ mean gain and mean final rate with Student-t 95% intervals. With both arms of ``
   runs minus over B's, a bootstrap over tasks. It needs the ``evaluations.jsonl`` journal
   beside every report and runs that share one held-out set (one ``--seed``).
 
-    python benchmarks/learning_curve_seeds.py /tmp/lc/seed1/learning_curve.json \
+    python -m benchmarks.learning seeds /tmp/lc/seed1/learning_curve.json \
         /tmp/lc/seed2/learning_curve.json [--step 8] [--figure /tmp/lc/runs.png] \
-        [--prior-summary benchmarks/results/learning_curve_smollm2.json]
+        [--prior-summary lab/results/learning_curve_smollm2.json]
 
 ``--prior-summary`` adds the runs of an earlier JSON line of this script (the curve files it
 read need not exist any more), so runs measured over several sessions add up; a run that a
-report also holds is taken from the report. ``benchmarks/results/learning_curve_smollm2.json``
-holds the SmolLM2 runs quoted in ``benchmarks/notebook/RESULTS.md``: given alone, it prints their
+report also holds is taken from the report. ``lab/results/learning_curve_smollm2.json``
+holds the SmolLM2 runs quoted in ``lab/notebook/RESULTS.md``: given alone, it prints their
 summary.
 
 ``--figure`` draws every arm's mean curve over the reports' runs (the steps all of them evaluated),
@@ -331,7 +331,3 @@ def main(argv=None) -> int:
         result["figure"] = str(args.figure)
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

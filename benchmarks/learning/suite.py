@@ -1,14 +1,14 @@
 """The learning-efficiency suite: CRSP beside TRL's GRPOTrainer on users' tasks, over runs.
 
-    python benchmarks/learning_suite.py --model /tmp/smollm2 --split dev --runs 4 --out /tmp/suite
-    python benchmarks/learning_suite.py --model /tmp/smollm2 --split test --runs 4 \\
-        --tasks word_problems --out /tmp/suite_test     # after benchmarks/claims/ declares it
+    python -m benchmarks.learning suite --model /tmp/smollm2 --split dev --runs 4 --out /tmp/suite
+    python -m benchmarks.learning suite --model /tmp/smollm2 --split test --runs 4 \\
+        --tasks word_problems --out /tmp/suite_test     # after lab/claims/ declares it
 
 Each task is a folder of ``examples/`` written as a user writes one: ``train.jsonl``,
 ``dev.jsonl``, ``test.jsonl`` (seeded, disjoint) and a reward file with TRL's signature and no
 crsp_ops import. For every task and each of the first ``--runs`` sampling seeds of the split
 (``benchmarks/splits.py``; ``--seeds`` names others of its seeds),
-``benchmarks/learning_curve.py`` trains both arms from ``--model`` on the same prompts in the
+``benchmarks.learning curve`` trains both arms from ``--model`` on the same prompts in the
 same order (the split's schedule seed; ``--schedule per-run``: each run its own order, both
 arms of a run the same) with the same reward file,
 samples per prompt, prompts per step and completion budget (each task's own unless
@@ -24,7 +24,7 @@ every run on disk prints the summary). ``--arms crsp --runs-from DIR`` retrains 
 (after a change to it) and takes the other arm of each run from an earlier suite's ``DIR``:
 the runs are deterministic, and runs whose settings differ are refused.
 
-Per task (``learning_curve_seeds.summarize``): each arm's final success rate with a t-interval
+Per task (``seeds.summarize``): each arm's final success rate with a t-interval
 over runs and its run-to-run standard deviation (``sd_after``; the budget is large enough when
 it is below 0.05), the gain and mean-reward gain over runs, how many runs learned at all (paired
 interval above 0), CRSP − GRPO over runs (Welch: the runs differ only in sampling seeds) and
@@ -37,23 +37,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matplotlib.figure import Figure
 
-from learning_curve_seeds import summarize, tasks_interval  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from provenance import stamp  # noqa: E402
-from splits import LEARNING_CURVE, SPLITS  # noqa: E402
+from benchmarks.learning.seeds import summarize, tasks_interval
+from benchmarks.provenance import stamp
+from benchmarks.splits import LEARNING_CURVE, SPLITS
+from crsp_ops.atomic_io import atomic_path
+from crsp_ops.config.train_presets import PRESETS
 
-from crsp_ops.atomic_io import atomic_path  # noqa: E402
-from crsp_ops.config.train_presets import PRESETS  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-LEARNING_CURVE_SCRIPT = Path(__file__).resolve().parent / "learning_curve.py"
+ROOT = Path(__file__).resolve().parents[2]
 ARMS = ("crsp", "grpo")
 GOAL_MARGIN = 0.02  # CRSP may trail GRPO by at most this much, mean over runs
 SD_BUDGET = 0.05  # run-to-run standard deviation of the final success rate at a large budget
@@ -156,10 +154,10 @@ def prompts_per_step(args, name: str) -> int:
 
 
 def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
-    """The ``learning_curve.py`` command of one run of one task."""
+    """The ``benchmarks.learning curve`` command of one run of one task."""
     task = SUITE[name]
     budget = args.max_new_tokens or task.max_new_tokens
-    return [sys.executable, str(LEARNING_CURVE_SCRIPT), "--model", str(args.model),
+    return [sys.executable, "-m", "benchmarks.learning", "curve", "--model", str(args.model),
             "--arms", *args.arms, "--dataset", str(ROOT / task.folder / "train.jsonl"),
             "--eval-dataset", str(task.eval_file(args.split)),
             "--reward", str(ROOT / task.folder / task.reward), "--steps", str(args.steps),
@@ -173,6 +171,12 @@ def run_command(args, name: str, sampling_seed: int, out: Path) -> list[str]:
             *(item for override in args.overrides for item in ("--set", override))]
 
 
+def curve_env() -> dict[str, str]:
+    """The environment of a run: this one, with the repository importable from any directory."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def run_task(args, name: str) -> list[Path]:
     """Every run of one task (those on disk kept, ``--only-seeds`` alone trained); the paths
     of their reports."""
@@ -184,7 +188,7 @@ def run_task(args, name: str) -> list[Path]:
         if mine and not report.is_file():
             print(f"# {name}: sampling seed {sampling_seed}", file=sys.stderr, flush=True)
             subprocess.run(run_command(args, name, sampling_seed, out), check=True,
-                           stdout=subprocess.DEVNULL)
+                           env=curve_env(), stdout=subprocess.DEVNULL)
         reports.append(report)
     return reports
 
@@ -314,7 +318,3 @@ def main(argv=None) -> int:
                 for key, value in vars(args).items() if key != "tasks"}
     print(json.dumps({"benchmark": "learning_suite", **settings, **origin, "tasks": tasks}))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,8 +1,8 @@
 """Peak memory and step time of the trainer's memory modes, side by side; one JSON line.
 
-    flock /tmp/crsp_cpu.lock .venv/bin/python benchmarks/memory_modes.py            # CPU, ~5 min
-    python benchmarks/memory_modes.py --device cuda --dtype bf16                     # a GPU
-    python benchmarks/memory_modes.py --table      # docs/scaling.md's table, from the formula
+    flock /tmp/crsp_cpu.lock .venv/bin/python -m benchmarks.step memory     # CPU, ~5 min
+    python -m benchmarks.step memory --device cuda --dtype bf16             # a GPU
+    python -m benchmarks.step memory --table   # docs/scaling.md's table, from the formula
 
 ``--updates`` (2) updates (``policy_update``: forward, backward, AdamW step) of the
 SmolLM2-135M shape (``model_shapes.SHAPES``, random weights, seed 0) on the same batch:
@@ -43,10 +43,10 @@ import sys
 import time
 from pathlib import Path
 
-from model_shapes import SHAPES
+from benchmarks.model_shapes import SHAPES
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODES = ("full", "lora", "lora+ckpt", "full+ckpt", "lora+bf16")
 MMAP_THRESHOLD = 65536  # bytes: glibc serves larger allocations by mmap (returned on free)
 
@@ -262,10 +262,11 @@ def spawn(args, mode: str, *, mmap: bool) -> dict:
 
     ``mmap``: the memory pass (see the module docstring); without it, the timing pass.
     """
-    argv = [sys.executable, __file__, "--mode", mode, "--shape", args.shape, "--rows",
-            str(args.rows), "--prompt", str(args.prompt), "--completion", str(args.completion),
-            "--rank", str(args.rank), "--device", args.device, "--dtype", args.dtype,
-            "--threads", str(args.threads), "--updates", str(args.updates)]
+    argv = [sys.executable, "-m", "benchmarks.step", "memory", "--mode", mode,
+            "--shape", args.shape, "--rows", str(args.rows), "--prompt", str(args.prompt),
+            "--completion", str(args.completion), "--rank", str(args.rank),
+            "--device", args.device, "--dtype", args.dtype, "--threads", str(args.threads),
+            "--updates", str(args.updates)]
     # large blocks straight from mmap: freed tensors leave the resident set, so the CPU peak
     # is live tensors, not glibc's fragmented heap (which put LoRA above full FT in a test run)
     # (an mmap per tensor costs page faults on every allocation: the timing pass runs without)
@@ -337,7 +338,3 @@ def main(argv=None) -> int:
     out.update(comparisons(results, out["modes"]))
     print(json.dumps(out))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

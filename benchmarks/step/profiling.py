@@ -1,22 +1,22 @@
 """Profile CRSP steps with torch.profiler: the top operators by self CPU time, one JSON line.
 
-    python benchmarks/profile_step.py --model tiny --steps 1
-    python benchmarks/profile_step.py --model smollm2-shape --tokenizer models/converted
+    python -m benchmarks.step profile --model tiny --steps 1
+    python -m benchmarks.step profile --model smollm2-shape --tokenizer models/converted
 
-The same solve-only step as ``train_step.py`` (one warm-up step unprofiled); prints the phase
-times and the ``--top`` operators (self CPU seconds, calls) as JSON.
+The same solve-only step as the ``time`` mode (``crsp_side.run_crsp``; one warm-up step
+unprofiled); prints the phase times and the ``--top`` operators (self CPU seconds, calls) as
+JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-from model_shapes import load_model
-from train_step import REPO, load_bench_settings, peak_memory_gb, run_crsp
+from benchmarks.model_shapes import load_model
+from benchmarks.step.crsp_side import REPO, load_bench_settings, peak_memory_gb, run_crsp
 
 
 def main(argv=None) -> int:
@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--full-length", action="store_true",
-                        help="stop only on the pad id: every sequence is the budget (train_step's)")
+                        help="stop only on the pad id: every sequence is the budget (time mode's)")
     args = parser.parse_args(argv)
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -51,7 +51,3 @@ def main(argv=None) -> int:
                       "steps": result["steps"], "peak_memory_gb": round(
                           peak_memory_gb(args.device), 3), "top_ops": top}))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

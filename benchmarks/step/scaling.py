@@ -1,7 +1,7 @@
 """Tokens/s of a CRSP step with 1 vs N processes on the same global batch; one JSON line.
 
-    python benchmarks/train_scaling.py                      # tiny model, 1 vs 2 CPU processes
-    python benchmarks/train_scaling.py --model models/base --processes 8 --device cuda \
+    python -m benchmarks.step scaling                      # tiny model, 1 vs 2 CPU processes
+    python -m benchmarks.step scaling --model models/base --processes 8 --device cuda \
         --mixed-precision bf16                              # 1 vs 8 GPUs (untested here)
 
 Both runs are real ``crsp-ops train`` invocations in a scratch project: one process with the
@@ -28,13 +28,12 @@ import tempfile
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
-from paired import interleaved, summary
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks.paired import interleaved, summary
+from crsp_ops.config import sync_params
+from crsp_ops.paths import copy_config_tree
 
-from crsp_ops.config import sync_params  # noqa: E402
-from crsp_ops.paths import copy_config_tree  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 FIXED = ["crsp.problem_types=code_o,math", "crsp.executor_determinism_runs=1",
          "train.critiques_per_task=1", "train.max_new_tokens_propose=16",
@@ -120,7 +119,3 @@ def main(argv=None) -> None:
         "one_process": one, f"{args.processes}_processes": many,
         "reps": args.reps, "ratio": paired["ratio"], "ci95": paired["ci95"],
     }))
-
-
-if __name__ == "__main__":
-    main()

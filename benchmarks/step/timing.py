@@ -1,8 +1,8 @@
 """CRSP step versus TRL's GRPO step, like for like; prints one JSON line.
 
-    python benchmarks/train_step.py --model tiny --steps 2 --reps 3            # CPU, ~minutes
-    python benchmarks/train_step.py --model smollm2-shape --steps 1 --reps 3
-    python benchmarks/train_step.py --model qwen2-0.5b-shape --device cuda --mixed-precision bf16
+    python -m benchmarks.step time --model tiny --steps 2 --reps 3           # CPU, ~minutes
+    python -m benchmarks.step time --model smollm2-shape --steps 1 --reps 3
+    python -m benchmarks.step time --model qwen2-0.5b-shape --device cuda --mixed-precision bf16
 
 Like for like: both sides train the same model (``model_shapes``: the tiny model, or a random
 SmolLM2-135M / Qwen2-0.5B shape with a vocabulary of the real size) on the same prompts —
@@ -40,10 +40,8 @@ engine's start-up (the trainer's construction), which the timed steps do not inc
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -51,12 +49,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from model_shapes import SHAPES, load_model
-from paired import summary
-from trl_grpo import grpo_config
+from benchmarks.model_shapes import SHAPES, load_model
+from benchmarks.paired import summary
+from benchmarks.step.crsp_side import (
+    REPO,
+    bench_tasks,
+    full_length_stop_id,
+    load_bench_settings,
+    peak_memory_gb,
+    run_crsp,
+)
+from benchmarks.trl_grpo import grpo_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-REPO = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -87,70 +92,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--log", help="append each side's JSON line to this file as it ends")
     parser.add_argument("--side", choices=["crsp", "grpo"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
-
-
-def load_bench_settings(args):
-    """The project's settings with the benchmark's solve-only overrides."""
-    from crsp_ops.config import load_settings
-
-    overrides = [f"train.steps={args.steps + 1}", "tracking.enabled=n",
-                 f"train.checkpoint_interval={10**6}", "train.proposals_per_step=0",
-                 "train.critiques_per_task=0", "train.tasks_per_type=1",
-                 f"train.mixed_precision={args.mixed_precision}", *args.overrides]
-    return load_settings(REPO, overrides).settings
-
-
-def bench_tasks(settings) -> list:
-    """One seed task per configured problem type: both sides' prompts."""
-    from crsp_ops.crsp.tasks import starter_tasks
-    from crsp_ops.crsp.tasks.task_types import TaskType
-
-    return [starter_tasks(TaskType(name))[0] for name in settings.crsp.problem_types]
-
-
-def peak_memory_gb(device: str) -> float:
-    """This process's peak: CUDA allocations on a GPU, resident set size on CPU."""
-    import torch
-
-    if device == "cuda":
-        return torch.cuda.max_memory_allocated() / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-
-
-def run_crsp(args, settings, model, tokenizer) -> dict:
-    """Warm-up + ``args.steps`` CRSP steps; per-step seconds, tokens and sequences."""
-    from dataclasses import replace
-
-    from crsp_ops.crsp.policy.accelerator import make_accelerator
-    from crsp_ops.crsp.selfplay.task_buffer import TaskBuffers
-    from crsp_ops.crsp.trainer.build import build_trainer
-
-    tasks = bench_tasks(settings)
-    sequences = len(tasks) * settings.train.solver_samples
-    generation = dataclasses.replace(settings.generation, batch_size=sequences)
-    accelerator = make_accelerator(args.mixed_precision, args.device)
-    steps = []
-    with tempfile.TemporaryDirectory() as out:
-        built = time.perf_counter()
-        trainer = build_trainer(replace(settings, generation=generation), model, tokenizer,
-                                out_dir=out, accelerator=accelerator)
-        build_s = time.perf_counter() - built
-        trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
-        if args.full_length:
-            trainer.generation.backend.stop_ids = (full_length_stop_id(tokenizer),)
-        try:
-            for _ in range(args.steps + 1):
-                metrics, _ = trainer.train_step()
-                trainer.step += 1
-                steps.append({"step_s": metrics["perf/step_time_s"],
-                              "generation_s": metrics["perf/generation_s"],
-                              "update_s": metrics["perf/update_s"],
-                              "completion_tokens": metrics["response_tokens"],
-                              "trained_tokens": metrics.get("trained_tokens", 0.0),
-                              "sequences": metrics.get("rollouts/count", 0.0)})
-        finally:
-            trainer.close()
-    return {"steps": steps[1:], "build_s": build_s}
 
 
 def run_grpo(args, settings, model, tokenizer) -> dict:
@@ -222,13 +163,6 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
     return {"steps": steps[1:], "micro_batch": micro}
 
 
-def full_length_stop_id(tokenizer) -> int:
-    """The pad id, which ends nothing a model generates (``--full-length``)."""
-    if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
-        raise ValueError("--full-length needs a tokenizer whose pad token is not its EOS")
-    return int(tokenizer.pad_token_id)
-
-
 def run_side(args) -> None:
     """Child process: one side's steps and peak memory as one JSON line."""
     import torch
@@ -256,7 +190,7 @@ def spawn(args, side: str) -> dict:
                                                            env.get("PYTHONPATH")]))
     python = args.colocated_python if side == "crsp_colocated" else sys.executable
     base = side.removesuffix("_before").removesuffix("_colocated")
-    argv = [python, __file__, "--side", base, "--model", args.model,
+    argv = [python, "-m", "benchmarks.step", "time", "--side", base, "--model", args.model,
             "--tokenizer", args.tokenizer, "--steps", str(args.steps), "--device", args.device,
             "--mixed-precision", args.mixed_precision, "--threads", str(args.threads),
             "--trl-micro-batch", str(args.trl_micro_batch)]
@@ -267,7 +201,7 @@ def spawn(args, side: str) -> dict:
     if side == "crsp_colocated":
         argv += ["--set", "generation.backend=vllm_colocate",
                  "--set", f"generation.memory_fraction={args.colocated_memory}"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env, cwd=REPO)
     if done.returncode:
         raise RuntimeError(f"{side} side failed:\n{done.stderr[-4000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -360,7 +294,3 @@ def main(argv=None) -> int:
                                         digits=3)}})
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

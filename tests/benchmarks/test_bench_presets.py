@@ -10,17 +10,15 @@ LIMO rows once did); ``bench_all`` ends with a summary and stops at the first fa
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import bench_all
+from benchmarks.bench_all import run_one, summary, tools, unlisted
+from benchmarks.presets import BENCH_STAGES, PRESETS, expand, tool_exists
 
-import bench_all  # noqa: E402
-from bench_all import run_one, summary, unlisted  # noqa: E402
-from presets import BENCH_STAGES, PRESETS, expand  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 LIGHT = sorted(n for n, p in PRESETS.items() if not p.heavy)
 HEAVY = sorted(n for n, p in PRESETS.items() if p.heavy)
@@ -28,11 +26,14 @@ HEAVY = sorted(n for n, p in PRESETS.items() if p.heavy)
 
 def test_every_benchmark_script_has_a_preset():
     assert unlisted() == []
-    assert all((REPO / "benchmarks" / name).is_file() for name in PRESETS)
+    assert all(tool_exists(name) for name in PRESETS)
+    # one tool per experiment: the learning curve's modes and the step's modes
+    assert {"learning.curve", "learning.seeds", "learning.suite", "step.time", "step.profile",
+            "step.scaling", "step.memory"} <= set(tools())
 
 
 def test_a_failing_benchmark_is_reported_with_its_exit_status():
-    line, why = run_one("grader_agreement.py", ["--rel-tol", "oops"], timeout_s=120)
+    line, why = run_one("grader_agreement", ["--rel-tol", "oops"], timeout_s=120)
     assert line is None and "exit 2" in why
 
 
@@ -41,13 +42,13 @@ def test_bench_all_stops_at_the_first_failure_and_prints_its_summary(monkeypatch
 
     def fake_run_one(script, args, *, timeout_s):
         ran.append(script)
-        return (None, "exit 1") if script == "tracking_overhead.py" else ({"benchmark": 1}, "")
+        return (None, "exit 1") if script == "tracking_overhead" else ({"benchmark": 1}, "")
 
     monkeypatch.setattr(bench_all, "run_one", fake_run_one)
-    assert bench_all.main(["--only", "grader_agreement.py", "tracking_overhead.py"]) == 1
-    assert ran == ["tracking_overhead.py"]  # PRESETS order; grader_agreement never ran
+    assert bench_all.main(["--only", "grader_agreement", "tracking_overhead"]) == 1
+    assert ran == ["tracking_overhead"]  # PRESETS order; grader_agreement never ran
     err = capsys.readouterr().err
-    assert err.splitlines()[-2:] == [summary([("tracking_overhead.py", 0.0, False)], 0.0, 1)
+    assert err.splitlines()[-2:] == [summary([("tracking_overhead", 0.0, False)], 0.0, 1)
                                      .splitlines()[0], "total 0 s: 0 ok, 1 failed, 1 not run"]
 
 
@@ -97,11 +98,10 @@ def demo_moved_root(tmp_path_factory):
 @pytest.mark.parametrize("which", ["fast", "long"])
 def test_crsp_heldout_presets_take_no_size_from_the_demo_params(which, demo_moved_root):
     """The checkout's params.yaml and one with the demo's sizes moved give the same run."""
-    from crsp_heldout import limo_split
-
+    from benchmarks.crsp_heldout import limo_split
     from crsp_ops.config import load_settings
 
-    args = getattr(PRESETS["crsp_heldout.py"], which)
+    args = getattr(PRESETS["crsp_heldout"], which)
     sizes = []
     for root in (REPO, demo_moved_root):
         settings = load_settings(root, ["tracking.enabled=n", *_settings_overrides(args)],
@@ -134,7 +134,7 @@ def test_light_preset_runs_to_completion(name, tiny_model_dir, tmp_path):
 
 @pytest.fixture(scope="session")
 def bench_project(tmp_path_factory):
-    from proposers import embedded_default
+    from benchmarks.proposers import embedded_default
 
     return embedded_default(tmp_path_factory.mktemp("bench_project"), list(BENCH_STAGES))
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+from benchmarks import grpo_equivalence
 
-import grpo_equivalence  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_masking_truncated_rows_is_refused_in_one_line(capsys):

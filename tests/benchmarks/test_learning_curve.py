@@ -1,7 +1,8 @@
-"""benchmarks/learning_curve.py's shared task schedule: every arm trains on the same prompts."""
+"""benchmarks.learning curve's shared task schedule: every arm trains on the same prompts."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -10,14 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_curve import (
-    ScheduledTasks,
-    arm_settings,
-    parse_args,
-    sampling_seed,
-    settings_root,
-    training_schedule,
-)
+from benchmarks.learning.arm_settings import arm_settings, sampling_seed, settings_root
+from benchmarks.learning.arms import ScheduledTasks, training_schedule
+from benchmarks.learning.curve import parse_args
 from crsp_ops.crsp.tasks.starter_tasks import starter_tasks
 from crsp_ops.crsp.tasks.task_types import MathTask, TaskType
 
@@ -92,11 +88,12 @@ def test_a_user_task_folder_outside_any_project_runs_on_this_checkouts_settings(
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "rows.jsonl").write_text('{"prompt": "hi", "answer": "1"}\n')
     (tmp_path / "reward.py").write_text("def fn(prompts, completions, **kw):\n    return [0.0]\n")
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "learning_curve.py"
+    repo = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, str(script), "--model", "m", "--dataset", "rows.jsonl",
-         "--eval-dataset", "rows.jsonl", "--reward", "reward.py:missing"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        [sys.executable, "-m", "benchmarks.learning", "curve", "--model", "m", "--dataset",
+         "rows.jsonl", "--eval-dataset", "rows.jsonl", "--reward", "reward.py:missing"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(repo)})
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == ("learning_curve.py: reward 'reward.py:missing': reward.py "
+    assert done.stderr.strip() == ("benchmarks.learning curve: reward 'reward.py:missing': reward.py "
                                    "has no attribute 'missing'")

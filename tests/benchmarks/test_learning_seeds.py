@@ -1,4 +1,4 @@
-"""benchmarks/learning_curve_seeds.py on hand-made learning-curve reports of several runs."""
+"""benchmarks.learning seeds on hand-made learning-curve reports of several runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from benchmarks.learning_curve_seeds import main, mean_curve, seed_interval, welch_interval
+from benchmarks.learning.seeds import main, mean_curve, seed_interval, welch_interval
 
 
 def _report(seed: int, crsp: tuple[float, float], grpo: tuple[float, float]) -> dict:
@@ -139,8 +139,8 @@ def test_a_prior_summary_adds_its_runs_and_a_report_replaces_its_own(tmp_path, c
 
 
 def test_the_committed_smollm2_runs_give_the_quoted_summary(capsys):
-    """benchmarks/results/learning_curve_smollm2.json reproduces notebook/RESULTS.md's eight-run line."""
-    runs = Path(__file__).parents[2] / "benchmarks" / "results" / "learning_curve_smollm2.json"
+    """lab/results/learning_curve_smollm2.json reproduces notebook/RESULTS.md's eight-run line."""
+    runs = Path(__file__).parents[2] / "lab" / "results" / "learning_curve_smollm2.json"
     assert main(["--prior-summary", str(runs)]) == 0
     out = json.loads(capsys.readouterr().out)
     crsp, grpo = out["arms"]["crsp"], out["arms"]["grpo"]
@@ -158,8 +158,8 @@ def test_no_reports_and_no_prior_is_a_usage_error(capsys):
 
 
 def test_the_committed_temperature_half_runs_give_the_quoted_summary(capsys):
-    """The four runs per arm at temperature 0.5 (benchmarks/notebook/RESULTS.md, fourth session)."""
-    runs = sorted((Path(__file__).parents[2] / "benchmarks" / "results"
+    """The four runs per arm at temperature 0.5 (lab/notebook/RESULTS.md, fourth session)."""
+    runs = sorted((Path(__file__).parents[2] / "lab" / "results"
                    / "learning_curve_smollm2_t05").glob("s*.json"))
     assert len(runs) == 4
     assert main([str(path) for path in runs]) == 0

@@ -1,4 +1,4 @@
-"""benchmarks/learning_suite.py: its tasks are users' tasks, its verdicts read the goal right."""
+"""benchmarks.learning suite: its tasks are users' tasks, its verdicts read the goal right."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks.learning_curve import arm_settings, settings_root
-from benchmarks.learning_curve import parse_args as curve_args
-from benchmarks.learning_suite import (
+from benchmarks.learning.arm_settings import arm_settings, settings_root
+from benchmarks.learning.curve import parse_args as curve_args
+from benchmarks.learning.suite import (
     ROOT,
     SUITE,
     main,
@@ -112,7 +112,7 @@ def test_learning_rate_dataset_trains_both_arms_at_the_shipped_dataset_default(t
     assert parse_args(argv).learning_rate == 1e-5  # the earlier claims' rate stays the default
     args = parse_args([*argv, "--learning-rate", "dataset", "--schedule", "per-run"])
     for name in SUITE:
-        curve = curve_args(run_command(args, name, 4549, tmp_path)[2:])  # learning_curve.py's
+        curve = curve_args(run_command(args, name, 4549, tmp_path)[4:])  # the curve's options
         # what a user's dataset run trains at with nothing set (train.preset=auto)
         shipped = load_settings(settings_root(), [f"train.dataset={curve.dataset}"])
         assert shipped.sources["train.learning_rate"] == "preset:dataset"
@@ -141,7 +141,7 @@ def test_only_seeds_trains_its_own_runs_and_waits_for_the_others(tmp_path, monke
     def fake_run(command, **_):
         trained.append(int(command[command.index("--sampling-seed") + 1]))
 
-    monkeypatch.setattr("benchmarks.learning_suite.subprocess.run", fake_run)
+    monkeypatch.setattr("benchmarks.learning.suite.subprocess.run", fake_run)
     argv = ["--model", "m", "--split", "test", "--runs", "4", "--tasks", "review_sentiment",
             "--out", str(tmp_path), "--only-seeds", "4532", "4534"]
     assert main(argv) == 0
@@ -158,7 +158,7 @@ def test_seeds_names_the_runs_and_refuses_a_seed_outside_the_split(tmp_path, mon
     def fake_run(command, **_):
         trained.append(int(command[command.index("--sampling-seed") + 1]))
 
-    monkeypatch.setattr("benchmarks.learning_suite.subprocess.run", fake_run)
+    monkeypatch.setattr("benchmarks.learning.suite.subprocess.run", fake_run)
     argv = ["--model", "m", "--split", "test", "--tasks", "review_sentiment",
             "--out", str(tmp_path), "--seeds", "4535", "4536", "4537"]
     assert main(argv) == 0
@@ -196,7 +196,7 @@ def write_run(folder, arms, seed, *, learning_rate=1e-5):
 def test_runs_from_takes_the_arm_not_retrained_from_the_earlier_runs(tmp_path, capsys,
                                                                     monkeypatch):
     titles = []
-    monkeypatch.setattr("benchmarks.learning_suite.save_runs_figure",
+    monkeypatch.setattr("benchmarks.learning.suite.save_runs_figure",
                         lambda reports, path, title: titles.append(title) or path)
     earlier, now = tmp_path / "earlier", tmp_path / "now"
     for seed, (old_crsp, grpo) in {4531: (0.25, 0.5), 4532: (0.25, 0.75)}.items():

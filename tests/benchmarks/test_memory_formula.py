@@ -1,13 +1,8 @@
-"""benchmarks/memory_modes.py's memory formula: its parts and the optimizer step's peak."""
+"""benchmarks.step memory's formula (was memory_modes.py): its parts and the optimizer step's peak."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from memory_modes import llama_params, memory_formula  # noqa: E402
+from benchmarks.step.memory import llama_params, memory_formula
 
 GIB = 2**30
 # Qwen2.5-1.5B's sizes: hidden, layers, intermediate, kv_hidden, vocab, tied
@@ -34,7 +29,7 @@ def test_the_peak_is_the_larger_of_the_backward_pass_and_the_optimizer_step():
 
 
 def test_full_fine_tuning_at_1_5b_matches_the_h200_measurement():
-    # benchmarks/results/gpu_2026-11-26: full 28.829 GiB, full + ckpt 28.876 GiB (bf16 autocast)
+    # lab/results/gpu_2026-11-26: full 28.829 GiB, full + ckpt 28.876 GiB (bf16 autocast)
     params = llama_params(*QWEN_1_5B)
     for checkpointing, measured in ((False, 28.829), (True, 28.876)):
         predicted = formula(params, params, checkpointing)["total"] / GIB

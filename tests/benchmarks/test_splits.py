@@ -20,7 +20,7 @@ from crsp_ops.crsp.tasks.edge import edge_math_tasks
 from crsp_ops.data.financebench import split_pool_heldout
 from crsp_ops.data.financebench_synthetic import generate_financebench_examples
 
-HELDOUT = 400  # the claims' held-out size (benchmarks/claims/evolve_*_test.md)
+HELDOUT = 400  # the claims' held-out size (lab/claims/evolve_*_test.md)
 
 
 def evolve_heldout(split):

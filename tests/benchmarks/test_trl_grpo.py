@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 pytest.importorskip("trl")
 
-from trl_grpo import grpo_config  # noqa: E402
+from benchmarks.trl_grpo import grpo_config  # noqa: E402
 
 
 def test_the_batch_shape_sampling_and_quiet_settings(tmp_path):

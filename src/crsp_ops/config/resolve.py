@@ -63,7 +63,7 @@ def load_settings(
     overrides: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
 ) -> ResolvedConfig:
-    """Resolve the effective settings (see the module docstring for the precedence).
+    """Resolve the effective settings (precedence: docs/design/platform.md#resolve).
 
     Args:
         root: project root holding Kconfig (default: found from the working directory).

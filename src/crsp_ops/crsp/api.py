@@ -72,7 +72,7 @@ def reward_list(reward_funcs: Reward | Sequence[Reward], root: Path
 
 
 class CRSPTrainer:
-    """A CRSP trainer with ``trl.GRPOTrainer``'s arguments (see the module docstring).
+    """A CRSP trainer with ``trl.GRPOTrainer``'s arguments (design: docs/design/trainer.md#api).
 
     Args:
         model: an HF model directory, a Hub id in the local cache, or a ``PreTrainedModel``

@@ -171,7 +171,7 @@ def choose_answer(response: str, intent: QuestionIntent, *, wants_percent: bool 
 
 def _pick(in_span: list[ParsedNumber], text: str, intent: QuestionIntent,
           wants_percent: bool) -> ParsedNumber:
-    """The committed figure among the span's candidates (see the module docstring)."""
+    """The committed figure among the span's candidates (docs/design/grading.md#final_answer)."""
     pool = [n for n in in_span if not _quoted(n, intent)] or in_span
     pool = [n for n in pool if not _compared(n, text)] or pool
     if intent.asks_change:  # "from $2,500 million in FY2021 to $2,960 million": inputs, any year

@@ -33,7 +33,7 @@ class Estimate:
 
 @dataclass(frozen=True)
 class PairedGains:
-    """Best - initial on the same held-out questions (see the module docstring)."""
+    """Best - initial on the same held-out questions (docs/design/grading.md#paired_gains)."""
 
     n: int  # held-out questions
     confidence: float  # central coverage of the intervals

@@ -50,7 +50,7 @@ def better_or_equal(a: Score, b: Score) -> bool:
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
-    """``a`` dominates ``b`` on their shared examples (see the module docstring).
+    """``a`` dominates ``b`` on their shared examples (design: docs/design/evolve.md#frontier).
 
     >>> x = Candidate(0, {}, (), 0, scores={"e": (1.0, 10.0)})
     >>> y = Candidate(1, {}, (), 0, scores={"e": (1.0, 12.0)})
@@ -165,7 +165,7 @@ class Frontier:
         return None
 
     def merge(self, a: int, b: int) -> dict[str, float]:
-        """Per-cluster merge of ``a`` and ``b`` (see the module docstring); marks the pair used."""
+        """Merge ``a`` and ``b`` cluster by cluster, pair marked used (docs/design/evolve.md)."""
         self.merged.add((min(a, b), max(a, b)))
         da, db = self.candidates[a].deltas, self.candidates[b].deltas
         ancestor_id = self.common_ancestor(a, b)

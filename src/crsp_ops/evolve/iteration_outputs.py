@@ -73,7 +73,9 @@ class IterationCommit:
 
 
 class IterationOutputs:
-    """Write, log and plot each iteration on a background worker (see the module docstring).
+    """Write, log and plot each iteration on a background worker.
+
+    Design: docs/design/evolve.md#iteration_outputs.
 
     Args:
         store: the output directory.

@@ -28,8 +28,8 @@ def usage_direction(
 ) -> np.ndarray:
     """``(K,)`` unit-max direction of change from one minibatch's answers (zeros if flat).
 
-    ``length_contrast``: ``share`` or ``excess``; ``eos_up_only``: EOS never goes down (see
-    the module docstring).
+    ``length_contrast``: ``share`` or ``excess``; ``eos_up_only``: EOS never goes down (design:
+    docs/design/evolve.md#offline_proposer).
     """
     records = list(evidence.records)
     counts = np.stack([counter.counts(record) for record in records])  # (N, K)
@@ -50,7 +50,7 @@ def usage_direction(
 
 
 class OfflineProposer(Proposer):
-    """Hill-climb the deltas along per-cluster usage contrasts (see the module docstring).
+    """Hill-climb the deltas along per-cluster usage contrasts (docs/design/evolve.md).
 
     Args:
         counter: per-cluster token counts of an answer.
@@ -60,8 +60,8 @@ class OfflineProposer(Proposer):
         shrink: step factor after a rejected proposal.
         correct_weight: weight of the correct-vs-incorrect contrast.
         min_step: the step never shrinks below this (the search keeps moving).
-        length_contrast: ``share`` or ``excess`` (see the module docstring).
-        eos_up_only: the EOS cluster never goes down (see the module docstring).
+        length_contrast: ``share`` or ``excess`` (design: docs/design/evolve.md#offline_proposer).
+        eos_up_only: the EOS cluster never goes down (docs/design/evolve.md#offline_proposer).
         max_step: the step never grows past this (``None``: no cap).
     """
 

@@ -128,7 +128,7 @@ def sampled_by(trial: Any, frozen: Any) -> str:
 
 
 class OptunaProposer(Proposer):
-    """Propose the params of the next Optuna trial (see the module docstring).
+    """Propose the params of the next Optuna trial (design: docs/design/evolve.md#optuna_proposer).
 
     Args:
         study: an ``optuna.Study`` (direction maximize), from ``open_study``.

@@ -144,7 +144,7 @@ def chat_template_ids(tokenizer: Any, messages: Sequence[Mapping[str, str]],
                       template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
     """Token ids of ``messages`` through the chat template, with the generation prompt.
 
-    A final assistant message is continued instead (see the module docstring).
+    A final assistant message is continued instead (design: docs/design/inference.md#hf_chat).
     ``template_kwargs`` are extra template variables. transformers v5 returns a
     ``BatchEncoding`` from ``apply_chat_template(tokenize=True)``; v4 returns a bare list.
     Both are accepted.

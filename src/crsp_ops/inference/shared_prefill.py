@@ -60,9 +60,9 @@ def prefix_cache(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tens
                  position_ids: torch.Tensor, rows: Sequence[int]) -> dict[str, Any]:
     """``{cache keyword: KV cache}`` of ``input_ids`` ``(U, W)``, row ``r`` holding ``rows[r]``'s.
 
-    ``{}`` where the model cannot (module docstring). Runs in the caller's grad mode: under
-    autograd the gather is differentiable, so a loss on the rows sends each prefix the sum of
-    its rows' gradients.
+    ``{}`` where the model cannot (docs/design/inference.md#shared_prefill). Runs in the
+    caller's grad mode: under autograd the gather is differentiable, so a loss on the rows
+    sends each prefix the sum of its rows' gradients.
     """
     name = cache_argument(model)
     if name is None or input_ids.shape[1] == 0:

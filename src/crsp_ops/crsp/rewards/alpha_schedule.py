@@ -54,7 +54,7 @@ RLSP_START, RLSP_MID, RLSP_END = Alphas(0.3, 0.1), Alphas(0.8, 0.6), Alphas(0.95
 def rlsp_coupled_alphas(
     step: int, total_steps: int, *, start: Alphas = RLSP_START, end: Alphas = RLSP_END
 ) -> Alphas:
-    """The seed's three-phase coupled schedule (see the module docstring).
+    """The seed's three-phase coupled schedule (design: docs/design/trainer.md#alpha_schedule).
 
     ``start`` and ``end`` (``reward.alpha_*_start`` / ``_end``) move the whole curve; the
     second breakpoint sits where the seed puts it, the same fraction of the way from ``start``

@@ -28,9 +28,9 @@ def task_relative_advantages(rewards: torch.Tensor, task_types: Sequence[Hashabl
         task_types: baseline group of each sample (``B`` items): its task type, or its task
             (``baseline_group``).
         roles: role of each sample (``B`` items): "propose", "solve" or "critique".
-        scale: ``group``, ``batch`` or ``none`` (see the module docstring).
+        scale: ``group``, ``batch`` or ``none`` (design: docs/design/rl.md#advantages).
         eps: standard deviations below this are treated as zero (> 0).
-        flat: ``zero`` or ``step``: a flat group's baseline (see the module docstring).
+        flat: ``zero`` or ``step``: a flat group's baseline (design: docs/design/rl.md#advantages).
 
     Returns:
         Advantages, shape ``(B,)``, same dtype as ``rewards``.
@@ -118,7 +118,7 @@ def baseline_group(task_type: str, task_index: int | None, baseline: str) -> Has
         task_type: the sample's task type.
         task_index: the index of the task within the step for solve samples (``None`` for
             roles whose samples do not share a prompt).
-        baseline: ``task_type`` or ``task`` (see the module docstring).
+        baseline: ``task_type`` or ``task`` (design: docs/design/rl.md#advantages).
 
     >>> baseline_group("math", 3, "task_type"), baseline_group("math", 3, "task")
     ('math', ('math', 3))

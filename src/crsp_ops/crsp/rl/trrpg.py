@@ -84,7 +84,7 @@ class LossTerms:
 
 @register_policy_loss("trrpg")
 def trrpg_objective(terms: LossTerms) -> tuple[torch.Tensor, torch.Tensor]:
-    """TR-RPG: ``min(w·A, clip(w)·A) − β·w·log w`` (the module docstring derives it)."""
+    """TR-RPG: ``min(w·A, clip(w)·A) − β·w·log w`` (derived in docs/design/rl.md#trrpg)."""
     ratio, advantages = terms.ratio, terms.advantages
     policy_term = ratio * advantages  # (B, T)
     clipped = torch.zeros_like(policy_term, dtype=torch.bool)
@@ -222,7 +222,7 @@ def _metrics(loss: torch.Tensor, parts: dict[str, torch.Tensor], mask: torch.Ten
              tokens: torch.Tensor, ref_kl: torch.Tensor | None) -> dict[str, float]:
     """``surrogate_loss``'s metrics: token means over ``mask`` (max for ``ratio_max``)."""
     ratio, log_ratio = parts["ratio"], parts["log_ratio"]
-    kl_per_token = ratio * log_ratio - ratio + 1  # >= 0, see module docstring
+    kl_per_token = ratio * log_ratio - ratio + 1  # >= 0, see docs/design/rl.md#trrpg
     masked_ratio = torch.where(mask, ratio, torch.zeros_like(ratio))
     metrics = {
         "loss": float(loss.detach()),

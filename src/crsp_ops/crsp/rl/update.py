@@ -230,7 +230,7 @@ def policy_update(model: Any, optimizer: Any, accelerator: Any, batch: TrainingB
     """Compute task-relative advantages and take ``update_epochs`` optimizer steps.
 
     With several processes every rank must call it (it is a collective), ``batch=None`` on a
-    rank whose step produced no rollout (see the module docstring).
+    rank whose step produced no rollout (design: docs/design/rl.md#update).
 
     Args:
         model: the (accelerate-prepared) policy, in train mode.

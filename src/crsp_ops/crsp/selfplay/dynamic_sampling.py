@@ -50,7 +50,9 @@ def relabel(samples: Sequence[RoleSample], offset: int) -> list[RoleSample]:
 
 def refill(samples: Sequence[RoleSample], solve_more: SolveMore, *,
            max_rounds: int) -> tuple[list[RoleSample], dict[str, float]]:
-    """Drop flat solve groups and refill from ``solve_more``; see the module docstring.
+    """Drop flat solve groups and refill from ``solve_more``.
+
+    Design: docs/design/trainer.md#dynamic_sampling.
 
     Args:
         samples: one episode's samples (every role; only solve groups are filtered).

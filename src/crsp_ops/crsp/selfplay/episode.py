@@ -266,7 +266,7 @@ def critique(backend: GenerationBackend, tasks: Sequence[Task], solve_samples: S
 def run_episode(backend: GenerationBackend, executor: SandboxExecutor, buffers: TaskBuffers,
                 options: EpisodeOptions, *, rewards: RewardSet, state: RewardState, step: int,
                 alphas: Alphas, rng: random.Random, seed: int) -> Episode:
-    """Generate and score one step of self-play (see the module docstring).
+    """Generate and score one step of self-play (design: docs/design/trainer.md#episode).
 
     Args:
         backend: generation for every role (and the creativity grader).

@@ -63,7 +63,7 @@ logger = logging.getLogger(__name__)
 
 
 class SelfPlayTrainer:
-    """The CRSP self-play loop over one policy model (see the module docstring).
+    """The CRSP self-play loop over one policy model (design: docs/design/trainer.md#loop).
 
     Args:
         model: a causal LM (HF ``PreTrainedModel``), trained in place.
@@ -171,7 +171,7 @@ class SelfPlayTrainer:
         return hooks.train_output(self.run, time.perf_counter() - started)
 
     def train_step(self) -> tuple[dict[str, float], Episode]:
-        """One step at ``self.step + 1`` (see the module docstring); returns metrics + episode."""
+        """One step at ``self.step + 1``: metrics + episode (docs/design/trainer.md#loop)."""
         step = self.step + 1
         started = time.perf_counter()
         alphas = self.alphas(step)

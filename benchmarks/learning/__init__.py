@@ -1,0 +1,1 @@
+"""Learning curves, one tool: ``python -m benchmarks.learning curve|seeds|suite``."""

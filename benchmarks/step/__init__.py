@@ -1,0 +1,1 @@
+"""One training step, measured four ways: ``python -m benchmarks.step <mode>``."""
