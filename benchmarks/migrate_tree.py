@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines import migrate as driver
+from crsp_ops.cli.commands import migrate as driver
 
 MODULE = '''\
 """AZR {package} module {index}: part of the absolute zero reasoner."""
