@@ -30,7 +30,7 @@ Arms: ``offline`` (the default proposer), ``tpe`` / ``cmaes`` / ``random`` (Optu
 as named: ``crsp_ops.evolve.optuna_proposer.make_sampler``), ``optuna`` (the configured
 ``optuna.sampler``), ``reflector``, and ``<kind>+frontier``. ``--split dev|test`` takes the data
 seed and search seeds of ``benchmarks/splits.py``: choose settings on ``dev``, claim on ``test``
-(declared first in ``benchmarks/claims/``). ``--budget-curve 8 16 32`` runs every arm at each
+(declared first in ``lab/claims/``). ``--budget-curve 8 16 32`` runs every arm at each
 iteration count and prints one JSON line per budget.
 
 ``--keep DIR`` keeps each search's outputs (its ``history.json`` shows every step the

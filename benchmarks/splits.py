@@ -5,7 +5,7 @@ FinanceBench questions of generator seed 0, sha256 01b4d1f4…; search seeds 0-2
 schedule of the learning curves). ``test`` holds seeds that were never used for a choice: another
 synthetic FinanceBench draw (so other held-out questions), other search seeds, another task
 schedule and held-out task set, other sampling seeds. Choose settings on ``dev``; make a claim once,
-on ``test``, by the run declared in ``benchmarks/claims/<name>.md`` before it ran.
+on ``test``, by the run declared in ``lab/claims/<name>.md`` before it ran.
 ``tests/benchmarks/test_splits.py`` checks that the two are disjoint.
 """
 

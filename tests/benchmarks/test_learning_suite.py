@@ -170,7 +170,7 @@ def test_seeds_names_the_runs_and_refuses_a_seed_outside_the_split(tmp_path, mon
 
 
 def test_a_committed_path_is_recorded_relative_to_the_repository_and_others_as_given():
-    assert shown(ROOT / "benchmarks/results/suite/runs.png") == "benchmarks/results/suite/runs.png"
+    assert shown(ROOT / "lab/results/suite/runs.png") == "lab/results/suite/runs.png"
     assert shown(Path("/tmp/suite/runs.png")) == "/tmp/suite/runs.png"
 
 
