@@ -1,16 +1,10 @@
 """Minibatch scores: shorter answers and more correct answers score higher.
 
 composite = w_short · shortness + w_correct · correctness, with
-shortness = 1 / (1 + mean_tokens / scale). The project defaults (0.4 / 0.6 and the scale) live
-in Kconfig; every function here takes them explicitly.
+shortness = 1 / (1 + mean_tokens / scale); the defaults live in Kconfig, every function here
+takes them explicitly.
 
-correctness is the share of answers ``evaluation.correctness.grade`` (or the LLM judge) finds
-correct given the question: the committed figure (answer tag, "final answer", "is
-approximately", the last sentence's figure; never a year, a reference, a count or a quoted
-input) matched within ``rel_tol`` or by rounding (gold coarser than the answer, the requested
-precision), after the question's units, percent/fraction/bps and sign conventions; refusals and
-several uncommitted values count as wrong, so a shorter answer cannot buy correctness by
-spraying numbers.
+Design: docs/design/grading.md#scoring.
 """
 
 from __future__ import annotations

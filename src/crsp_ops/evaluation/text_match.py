@@ -1,14 +1,9 @@
 """Offline grading against text gold ("Yes, ...", a named segment, a short explanation).
 
-Rules, in order: a refusal is wrong; a gold that opens with yes/no needs the same polarity
-(and the gold's key numbers, when it quotes any); otherwise the answer must contain the gold's
-normalised key phrase (not as a runner-up: "followed by X", "ahead of X"; not in a
-parenthetical aside), or cover its
-content words (all of them for golds of one or two content
-words, 60% for longer ones; words match on their first five letters, so "organic" covers
-"organically"). Key numbers: the gold's figures (sign aside: a "-" may be a bullet) must all
-appear when it has one or two, at least half when it has more. Free-form gold that
-needs judgement is what the LLM judge is for.
+Refusals are wrong; yes/no golds need the same polarity; otherwise the gold's key phrase or its
+content words (and its key numbers). Free-form gold that needs judgement is the LLM judge's.
+
+Design: docs/design/grading.md#text_match.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The comparison figure a paper would use, one row of panels per (base model, held-out set).
 
-(a) held-out composite of the initial and the best deltas per run, with 95% bootstrap intervals,
-    each best bar labelled with its paired token change and correctness gain (``NI``:
-    non-inferior) where the run logged them;
-(b) minibatch composite of each iteration's candidate (dots) and its running maximum (line), per
-    run, so the line never sits below a point;
-(c) shortness × correctness of every evaluated candidate, per run, with the run's frontier
-    (the candidates no other of the run beats on both); when every candidate scored correctness
-    0 the panel says so instead of drawing a flat axis.
-Groups are titled by model name and held-out size. Legends sit outside the axes.
+Panels: held-out composite (initial vs best, with intervals), the minibatch composite per
+iteration, and shortness × correctness with each run's frontier.
+
+Design: docs/design/evolve.md#compare_plot.
 """
 
 from __future__ import annotations

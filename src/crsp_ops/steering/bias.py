@@ -1,13 +1,9 @@
 """The one bias core every engine adapter uses: ``bias = deltas[token_clusters]``.
 
-A processor is data: a table ``token_clusters (V,)`` built once and per-cluster ``deltas (K,)``
-(or one row per request, ``(B, K)``). The bias of a row is one gather through the table. Bias
-tensors are cached per (device, dtype, deltas), so steady-state decoding with unchanged deltas
-costs one ``add`` per step.
+A processor is data (a ``(V,)`` table and per-cluster deltas); the bias is one gather, cached
+per (device, dtype, deltas), so steady decoding costs one ``add`` per step.
 
-Logits may be wider than the table (models pad their embedding beyond the tokenizer's
-vocabulary): the extra columns get no bias. Logits narrower than the table are an error, since
-the table then belongs to another tokenizer.
+Design: docs/design/steering.md#bias.
 """
 
 from __future__ import annotations

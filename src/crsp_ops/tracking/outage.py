@@ -1,13 +1,9 @@
 """A tracking server that goes away mid-run: keep the metrics, retry, name the error, lose nothing.
 
-During the run a write that fails because the server is unreachable (connection refused, a
-timeout, 5xx after MLflow's own HTTP retries) leaves its points in the buffer; the next flush
-retries them. At the end of the run the flush and the final status are retried for up to
-``tracking.retry_seconds``; if the server is still away, the unsent points and the status are
-saved to a JSONL file and ``TrackingUnavailable`` names the server, the run and that file, which
-``replay_unsent`` (``crsp-ops tracking-replay FILE``) sends once the server is back. Artifacts
-written during the outage are kept on disk the same way (``artifact_spool``).
-An error the server answers with (a bad request) is not an outage and is raised at once.
+Unsent points wait in the buffer, then in a JSONL file that ``crsp-ops tracking-replay FILE``
+sends once the server is back; an error the server answers with is raised at once.
+
+Design: docs/design/platform.md#outage.
 """
 
 from __future__ import annotations

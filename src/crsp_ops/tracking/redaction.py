@@ -1,13 +1,8 @@
 """Keep secrets out of everything that leaves the process: by value, by key name, by pattern.
 
-Three nets, applied together by ``Redactor``:
+``Redactor`` applies all three nets together.
 
-- by value: the values of environment variables whose names say they hold a secret
-  (``OPENAI_API_KEY``, ``HF_TOKEN``, ...), plus any value handed in explicitly (the key a
-  client was built with, whatever its variable is called);
-- by key name: params such as ``reflector.api_key`` are logged as ``***`` whatever they hold;
-- by pattern: credentials in URLs (``http://user:KEY@host`` → ``http://***@host``), bearer
-  tokens, ``sk-…``-style API keys and ``api_key=…``-style assignments.
+Design: docs/design/platform.md#redaction.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """CRSP reward formulas: critique, length, learnability and the format rule.
 
-All are pure functions of plain numbers (the solver's alpha-weighted reward is a ``RewardSet``
-in ``rewards.solve``). Bounded forms chosen where the seed is silent:
+Pure functions of plain numbers, bounded where the seed is silent; the solver's alpha-weighted
+reward is a ``RewardSet`` in ``rewards.solve``.
 
-* ``length_reward`` is 1 up to ``max_length`` tokens, decays linearly to 0 at
-  ``penalty_threshold`` and stays 0 beyond: bounded in [0, 1] and non-increasing in length.
-* The format rule (Absolute Zero): malformed output gets -1, well-formed output that fails
-  (wrong answer, disagreeing verdict, invalid proposal) gets -0.5, anything else gets its role
-  reward. The sequence reward sits on the last response token; every other token gets 0.
+Design: docs/design/trainer.md#formulas.
 """
 
 from __future__ import annotations

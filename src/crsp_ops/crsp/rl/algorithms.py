@@ -1,14 +1,10 @@
 """Policy-gradient algorithms selectable by name, each a registered estimator and loss.
 
-An algorithm names an advantage estimator and a policy loss from ``registry`` and says whether
-TR-RPG's per-role KL applies (its beta; 0 otherwise):
+``trrpg`` (centred advantages, TR-RPG loss, per-role KL) and ``trr++`` (whitened advantages,
+the same loss without KL); a new loss is a function registered with
+``registry.register_policy_loss`` and an entry here.
 
-* ``trrpg``: centred task-relative advantages (reward units), the TR-RPG loss, per-role KL;
-* ``trr++``: whitened task-relative advantages, the same loss without KL (Absolute Zero).
-  With beta 0 the TR-RPG objective reduces to REINFORCE++'s importance-weighted (clipped)
-  surrogate.
-
-A new loss is a function registered with ``registry.register_policy_loss`` and an entry here.
+Design: docs/design/rl.md#algorithms.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """LIMO trajectory seeding: SFT with ``L = −E[log π(s|q) + α·log π(a|q,s)]`` before self-play.
 
-Each LIMO row becomes the conversation the self-play solver sees for a math task: the prompt
-is ``solve_messages(MathTask)`` (tokenized through the InferenceContext, exactly as at
-generation time; it ends with the ``<think>`` prefill) and the assistant reply is the
-solution, ``</think>`` (the solution s, weight 1) followed by ``<answer>{answer}</answer>`` and
-the end-of-turn token (the answer a, weight α). Prompt tokens weigh 0. The three parts are
-tokenized separately so each token belongs to exactly one part. The loss is the weighted token
-sum divided by the number of assistant tokens in the batch: a per-token mean, so its scale does
-not grow with length.
+Each LIMO row becomes the solver's own math conversation (same prompt ids as at generation),
+so seeding teaches exactly the format self-play samples in.
+
+Design: docs/design/trainer.md#seeding.
 """
 
 from __future__ import annotations

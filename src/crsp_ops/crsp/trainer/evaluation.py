@@ -1,13 +1,8 @@
 """Held-out evaluation: greedy solve rate on held-out tasks, scored by the step's reward set.
 
-The tasks are code tasks never in the buffers, held-out math rows, or held-out dataset rows;
-``score_heldout`` scores them as a training step scores its samples (``rewards.solve``).
+Each evaluation (``evaluate_into``) is a point of the run's learning curve.
 
-The code tasks' truths are not written down: ``heldout_code_tasks`` runs each program in the
-sandbox and records what it returns, exactly as proposals become tasks.
-
-``evaluate_into`` is the loop's evaluation: each evaluation is a point of the run's learning
-curve.
+Design: docs/design/trainer.md#evaluation.
 """
 
 from __future__ import annotations

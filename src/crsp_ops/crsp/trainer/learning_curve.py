@@ -2,7 +2,7 @@
 
 A curve is a list of ``CurvePoint`` records, one per held-out evaluation; the trainer writes
 its own (``learning_curve.json`` + ``.png`` in the output directory) and
-``benchmarks/learning_curve.py`` draws several trainers' curves on one figure.
+``benchmarks/learning/curve.py`` draws several trainers' curves on one figure.
 """
 
 from __future__ import annotations
