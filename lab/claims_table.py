@@ -57,7 +57,7 @@ URLs, version-like ``x.y.z``, and a decimal glued to a letter or hyphen (``Qwen2
     python -m lab.claims_table --tie README.md   # re-tie quotes whose words moved
     python -m lab.claims_table --suggest docs/training.md   # where missing ones occur
     python -m lab.claims_table --add docs/engines.md --split measurement \
-        --what "vLLM CPU server step times" --source lab/results/server_rollouts.jsonl \
+        --what "vLLM CPU server step times" --source lab/results/server_rollouts_smollm2.jsonl \
         [--claim NAME] [--numbers 4.1 97.2]   # register a file's missing numbers, then --write
 """
 
