@@ -39,7 +39,7 @@ class EvolveSplit:
 
 @dataclass(frozen=True)
 class LearningCurveSplit:
-    """Task schedule and sampling seeds of ``learning_curve.py`` (``--seed``, ``--sampling-seed``).
+    """Task schedule and sampling seeds of ``learning curve`` (``--seed``, ``--sampling-seed``).
 
     The schedule seed draws the training tasks, their order and the held-out edge tasks
     (``crsp.seed``; the held-out tasks from ``crsp.seed + 1_000_003``).

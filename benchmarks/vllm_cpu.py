@@ -1,7 +1,7 @@
 """The settings overrides that send generation to vLLM's CPU server (``make test-vllm-cpu``).
 
-One list for every benchmark that serves through it (``server_rollouts.py``,
-``learning_curve.py --rollouts vllm_cpu``): V1 runner, a free local port, the module command
+One list for every benchmark that serves through it (``server_rollouts``,
+``learning curve --rollouts vllm_cpu``): V1 runner, a free local port, the module command
 of ``server_launch.VLLM_CPU_COMMAND`` run by ``python`` (the vllm-cpu venv's interpreter), a
 share of host memory, and generous timeouts for a 2-core start.
 """
