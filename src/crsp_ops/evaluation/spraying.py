@@ -1,12 +1,9 @@
 """Number spraying: several distinct values offered without committing to one.
 
-"It could be 10%, 12% or 15%", "between 10% and 15%", a range "11% to 12%", a bare list
-"10%, 12%, 15%", or hedged sentences each offering a value ("It might be 4,980. It might also
-be 5,120.") must not count as answering with any of them. Not spraying: inputs of an
-expression ("66,608 / 9,648 ≈ 6.90"), restatements of the same value ("$1,577 million (or
-$1.577 billion)", "6.904, about 6.90", "17.98, or 18.00 rounded", "0.7981 (or 79.81%)"),
-figures of other years ("$942 million in 2021, $878 million in 2020"), "from X to Y" (a
-change), and values of another kind ("$1,577 million, or 12% of revenue").
+"It could be 10%, 12% or 15%" answers with none of them; inputs of an expression, restatements
+of one value, other years' figures and changes ("from X to Y") are not spraying.
+
+Design: docs/design/grading.md#spraying.
 """
 
 from __future__ import annotations

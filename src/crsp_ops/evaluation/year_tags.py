@@ -1,12 +1,9 @@
 """Which fiscal year a figure belongs to, when an answer states figures for several years.
 
-"$1,373 million in 2017 and $1,577 million in 2018" answers a question about FY2018 with the
-second figure.
+A figure's year is the one named right after it, else the last one before it in the clause;
+tags only choose between figures, never reject one.
 
-A figure's year is the year named right after it ("$1,577 million in 2018", "(FY2018)"), else
-the last year named before it in the same line and clause ("2018: $1,577 million", "In FY2018
-capex was $1,577 million"). Tags only choose between figures; a figure is never rejected for
-its tag, since "rose from 2017 levels to $1,577 million" tags loosely.
+Design: docs/design/grading.md#year_tags.
 """
 
 from __future__ import annotations

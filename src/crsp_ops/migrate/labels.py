@@ -1,12 +1,9 @@
 """Labels of published artifacts: text sharing its name with a protected reference in a file.
 
-An evaluation table listing ``"AZR-Coder-7b"`` next to ``andrewzh/Absolute_Zero_Reasoner-Coder-7b``
-labels that published checkpoint; results and leaderboards are keyed by the published name, so
-relabelling it ``CRSP-Coder-7b`` would break them. Names are compared with every spelling of the
-old names folded into one token and case and separators (``-``, ``_``, ``.``, spaces) ignored,
-so ``AZR-Coder-7b``, ``azr_coder_7b`` and ``Absolute_Zero_Reasoner-Coder-7b`` share a name. A
-name that is nothing but the old name (``azr`` in ``wandb.ai/team/azr``) identifies no artifact
-and makes no labels.
+Results and leaderboards are keyed by a checkpoint's published name, so a label such as
+``"AZR-Coder-7b"`` beside its hub id is left as it is.
+
+Design: docs/design/platform.md#labels.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Log-probabilities of chosen tokens without a full-vocabulary float32 copy of the logits.
 
-``log_softmax(logits).gather(ids)`` materialises (and keeps for backward) a ``(B, T, V)``
-float32 tensor; with a 49k vocabulary and a few hundred tokens per rollout that is gigabytes
-per micro-batch. Here the chosen logit is gathered directly and the normaliser is a
-``logsumexp`` over chunks of positions, each chunk recomputed in backward (activation
-checkpointing), so at most one ``(B, chunk, V)`` float32 block is alive at a time.
-Entropies (``token_entropies``, for ``train.top_entropy_quantile``) are chunked the same way,
-without a graph: they only choose tokens.
+A gathered logit minus a chunked, recomputed ``logsumexp``: at most one ``(B, chunk, V)``
+float32 block is alive at a time instead of the whole ``(B, T, V)``.
+
+Design: docs/design/rl.md#token_logprobs.
 """
 
 from __future__ import annotations
