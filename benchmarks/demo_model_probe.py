@@ -54,7 +54,7 @@ STAGES = ("limo", "financebench", "base-model")
 def run_stage(root: Path, stage: list[str], overrides: list[str]) -> None:
     """Run one ``crsp-ops`` stage in the project ``root``, tracking off, with ``overrides``."""
     sets = [arg for item in ["tracking.enabled=n", *overrides] for arg in ("--set", item)]
-    subprocess.run([sys.executable, "-m", "pipelines.cli", *stage, *sets], cwd=root,
+    subprocess.run([sys.executable, "-m", "crsp_ops.cli", *stage, *sets], cwd=root,
                    env={**os.environ, "CRSP_OPS_ROOT": str(root)}, check=True,
                    capture_output=True)
 

@@ -131,7 +131,7 @@ def build_project(project: Path, converted: Path, stage_overrides: list[str]) ->
     sets = [arg for item in ["tracking.enabled=n", *stage_overrides] for arg in ("--set", item)]
     for stage in stages:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pipelines.cli", *stage, *sets], cwd=project,
+        subprocess.run([sys.executable, "-m", "crsp_ops.cli", *stage, *sets], cwd=project,
                        env=env, check=True, stdout=subprocess.DEVNULL)
         print(f"# stage {stage[0]}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     done.write_text(json.dumps({"stage_overrides": stage_overrides}) + "\n")

@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE=1 PYTHONPATH="$REPO:$REPO/src${PYTHONPATH:+:$PYTHONPATH}"
 [ -f models/base/config.json ] || "$PY" -m pipelines.base_model --limo data/limo \
     --financebench data/financebench --converted models/converted --out models/base
 TOK=models/base
-"$PY" -m pipelines.cli convert-model --set model.source=smollm2 --out models/converted \
+"$PY" -m crsp_ops.cli convert-model --set model.source=smollm2 --out models/converted \
     && [ -f models/converted/tokenizer.json ] && TOK=models/converted
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -69,7 +69,7 @@ def embedded_default(project: Path, stage_overrides: list[str] = ()) -> Path:
         print(f"# building stage: crsp-ops {' '.join(stage)}", file=sys.stderr)
         sets = [arg for item in ["tracking.enabled=n", *stage_overrides]
                 for arg in ("--set", item)]
-        subprocess.run([sys.executable, "-m", "pipelines.cli", *stage, *sets], cwd=project,
+        subprocess.run([sys.executable, "-m", "crsp_ops.cli", *stage, *sets], cwd=project,
                        env=env, check=True, stdout=subprocess.DEVNULL)
     done.write_text(json.dumps({"stage_overrides": list(stage_overrides)}) + "\n")
     return project

@@ -72,7 +72,7 @@ def run_training(root: Path, model: Path, args, processes: int) -> dict:
                  f"train.mixed_precision={args.mixed_precision}",
                  f"train.solver_samples={args.solver_samples // processes}",
                  f"train.proposals_per_step={max(args.proposals // processes, 1)}"]
-    train = ["-m", "pipelines.cli", "train", "--model", str(model), "--out", "models/crsp"]
+    train = ["-m", "crsp_ops.cli", "train", "--model", str(model), "--out", "models/crsp"]
     for item in overrides:
         train += ["--set", item]
     if processes == 1:
