@@ -6,11 +6,13 @@ Scanned: the docstrings (module, class, function; read with `ast`) of `*.py` und
 (`src/crsp_ops/x.py`, `docs/x.md#anchor`, `benchmarks/foo.py`: the first part names a top-level
 folder of the repository, or `crsp_ops/`, read under `src/`), a bare upper-case `NAME.md` (lower-case
 ones name a run's outputs, such as `evolving_summary.md`), or a dotted module
-path (`crsp_ops.crsp.api.train`, `pipelines.train`), resolved import path to file and the first
+path (`crsp_ops.crsp.api.train`, `pipelines.train`, or `crsp.rl.update` for the trainer package),
+resolved import path to file and the first
 name after the module checked against the module's top-level names. An anchor must be a heading
 (GitHub's slug) or an `<a id=...>` of the target markdown.
 
-Not references: URLs, placeholders (`<stage>`, `*`, `{name}`, `...`), and paths under what a run
+Not references: URLs, placeholders (`<stage>`, `*`, `{name}`, `...`), dotted names the package's
+code writes as strings (run tags such as `crsp.resume.schedule_change`), and paths under what a run
 writes (the `.gitignore`d trees such as `models/`, `outputs/`, `data/`, and every `outs` of
 `dvc.yaml`). Historical records keep the paths they ran with and are not scanned: the
 `notebook/`, `claims/` and `results/` trees of `benchmarks/` (or of `lab/`, if they move there),
@@ -55,7 +57,10 @@ PATH_RE = re.compile(
     r"((?:\./)?[A-Za-z_][\w.-]*(?:/[\w.-]+)+/?|[A-Z][A-Z0-9_-]*\.md)"
     r"(#[\w-]+)?"
 )
-DOTTED_RE = re.compile(r"(?<![\w./-])((?:crsp_ops|pipelines)(?:\.[A-Za-z_]\w*)+)")
+# crsp_ops.x.y, pipelines.x, and crsp.x.y (the trainer package without its crsp_ops prefix; three
+# parts at least, since crsp.seed and the like are settings, not modules).
+DOTTED_RE = re.compile(
+    r"(?<![\w./-])((?:crsp_ops|pipelines|crsp(?=(?:\.[A-Za-z_]\w*){2}))(?:\.[A-Za-z_]\w*)+)")
 LINK_RE = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 BACKTICK_RE = re.compile(r"(`+)(.+?)\1", re.S)
 FENCE_RE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
@@ -204,6 +209,17 @@ def top_level_names(path: Path) -> set[str]:
     return names
 
 
+def string_names(root: Path) -> set[str]:
+    """Dotted names the package's code writes as string literals: tags and keys, not modules."""
+    names: set[str] = set()
+    for path in (root / "src").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and re.fullmatch(r"crsp(?:\.\w+){2,}", node.value):
+                names.add(node.value)
+    return names
+
+
 class Resolver:
     """Decides whether one reference names something that exists."""
 
@@ -211,6 +227,7 @@ class Resolver:
         self.root = root
         self.top = {p.name for p in root.iterdir() if not p.name.startswith(".git")}
         self.outputs = run_outputs(root)
+        self.names = string_names(root)
 
     def problem(self, ref: Ref) -> str | None:
         """None when the reference resolves, else why it does not."""
@@ -258,7 +275,11 @@ class Resolver:
         return None if anchor in anchors(file) else f"no heading #{anchor} in {file.name}"
 
     def dotted(self, text: str) -> str | None:
+        if text in self.names:
+            return None  # a run tag or key the code spells as a string (crsp.resume.schedule_change)
         parts = text.split(".")
+        if parts[0] == "crsp":
+            parts = [PACKAGE, *parts]
         base = self.root / "src" if parts[0] == PACKAGE else self.root
         module, i = None, 0
         for i in range(len(parts), 0, -1):
@@ -324,6 +345,7 @@ def copy_scanned(tmp_path: Path) -> Path:
         ("src/crsp_ops/paths.py", "See ENGINES.md implication 7.", "ENGINES.md"),
         ("src/crsp_ops/paths.py", "Uses crsp_ops.crsp.episode.solve.", "crsp_ops.crsp.episode.solve"),
         ("src/crsp_ops/paths.py", "Calls crsp_ops.crsp.api.no_such_name.", "has no no_such_name"),
+        ("src/crsp_ops/paths.py", "Runs ``crsp.episode.solve``.", "crsp.episode.solve"),
         ("docs/training.md", "[gone](architecture.md#no-such-heading)", "no-such-heading"),
         ("docs/training.md", "[gone](design/no_such_page.md)", "design/no_such_page.md"),
         ("docs/training.md", "Run `benchmarks/no_such_tool.py`.", "benchmarks/no_such_tool.py"),
@@ -359,6 +381,9 @@ def test_a_planted_broken_reference_fails(tmp_path, file, planted, expected):
         "src/crsp_ops/paths.py",
         "docs/training.md#resume-extend-epochs-callbacks",
         "crsp_ops.crsp.api",
+        "crsp.rl.advantages.baseline_group",  # the trainer package, prefix left out
+        "crsp.seed and crsp.math_source",  # settings
+        "the run tag crsp.resume.schedule_change",  # a tag the code spells as a string
     ],
 )
 def test_prose_urls_and_outputs_are_not_flagged(tmp_path, fine):
