@@ -1,8 +1,8 @@
 """CRSP, Cognition via Rewarded Self-Play: the trainer, by responsibility.
 
-Subpackages, lowest layer first (each imports only from those below it; a test checks):
-``policy``, ``executor``, ``rl``, ``tasks``, ``rewards``, ``selfplay``, ``trainer``; then
-``user_task`` and ``api``, the public Python API.
+Layers, lowest first; each imports only its own layer and those below (a test checks):
+``policy`` and ``executor``; ``rl`` and ``tasks``; ``rewards``; ``selfplay``; ``trainer``;
+``user_task``; ``api``, the public Python API.
 
 Design: docs/design/trainer.md#layers.
 """
