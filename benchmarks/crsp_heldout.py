@@ -1,12 +1,12 @@
 """Held-out solve rate before and after a short CRSP run, with step time and peak memory.
 
-Builds the trainer exactly as ``crsp-ops train`` does (settings from ``params.yaml`` plus
-``--set``; LIMO math rows from the synthetic generator, the last ``crsp.heldout_math`` held out),
-scores the held-out tasks greedily (``crsp.heldout.score_heldout``: the built-in held-out code
-tasks and ``train.eval_math_tasks`` LIMO rows), runs ``--steps`` self-play steps, and scores them
-again. Per step: time, the step's rollouts (well-formed share, correct, rewards by outcome) and
-the process's peak resident memory during the step (sampled every 50 ms). Solve rates carry a
-95% bootstrap interval over tasks, and the paired after − before difference one too.
+Builds the trainer exactly as ``crsp-ops train`` does (settings from ``params.yaml`` plus ``--set``;
+LIMO math rows from the synthetic generator, the last ``crsp.heldout_math`` held out), scores the
+held-out tasks greedily (``crsp_ops.crsp.trainer.evaluation.score_heldout``: the built-in held-out
+code tasks and ``train.eval_math_tasks`` LIMO rows), runs ``--steps`` self-play steps, and scores
+them again. Per step: time, the step's rollouts (well-formed share, correct, rewards by outcome) and
+the process's peak resident memory during the step (sampled every 50 ms). Solve rates carry a 95%
+bootstrap interval over tasks, and the paired after − before difference one too.
 
     python -m benchmarks.crsp_heldout --model /tmp/smollm2_hf --steps 2 \
         [--set train.max_new_tokens_solve=96]

@@ -1,12 +1,12 @@
 """Step-0 rollouts of every CRSP role: the well-formed share of propose, solve and critique.
 
-Runs the trainer's own episode code (``crsp.episode.propose``, ``solve`` and ``critique``: the
-conversations with their prefills, the in-process backend, the sandbox, the parsers, the
-creativity grader when ``reward.creativity_enabled``) at the trainer's step 0 and prints one
-JSON line: per role the well-formed count and share with a 95% bootstrap interval, the mean
-response tokens, finish reasons and the first few malformed responses (as generated, after the
-prefill); for propose also the valid share and the commonest reasons a
-well-formed proposal was not valid, for critique the grader's format failures.
+Runs the trainer's own episode code (``crsp_ops.crsp.selfplay.episode.propose``, ``solve`` and
+``critique``: the conversations with their prefills, the in-process backend, the sandbox, the
+parsers, the creativity grader when ``reward.creativity_enabled``) at the trainer's step 0 and
+prints one JSON line: per role the well-formed count and share with a 95% bootstrap interval, the
+mean response tokens, finish reasons and the first few malformed responses (as generated, after the
+prefill); for propose also the valid share and the commonest reasons a well-formed proposal was not
+valid, for critique the grader's format failures.
 
     python -m benchmarks.crsp_role_format --model /tmp/smollm2 --proposals 24 \
         --solve-samples 2 --critiques-per-task 2 --set train.temperature=0.7 \

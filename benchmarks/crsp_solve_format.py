@@ -1,7 +1,7 @@
 """Step-0 solve rollouts of the CRSP trainer: well-formed share and reward per rollout.
 
-Runs the trainer's own solve path (``crsp.episode.solve``: ``solve_messages`` with the
-``<think>`` prefill, the in-process backend the trainer builds, ``check_solutions`` in the
+Runs the trainer's own solve path (``crsp_ops.crsp.selfplay.episode.solve``: ``solve_messages`` with
+the ``<think>`` prefill, the in-process backend the trainer builds, ``check_solutions`` in the
 sandbox, the format rule and the alpha schedule at step 1) on the built-in seed tasks of the
 configured problem types, once per solve budget, and prints one JSON line: per budget the
 well-formed count and share (95% Wilson interval), correct count, finish reasons, mean response

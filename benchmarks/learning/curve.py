@@ -3,20 +3,20 @@
     python -m benchmarks.learning curve --model /tmp/smollm2 --arms crsp grpo \
         --steps 16 --eval-every 8 --heldout 200 --out /tmp/curve
 
-Every arm starts from the same ``--model`` and trains on the same edge math tasks in the same
-order (``crsp.math_source=edge``: one- and two-operation word problems, ``data/edge_math.py``;
-``training_schedule``: ``--tasks-per-step`` prompts per step, the CRSP trainer's draws replaced
-by the schedule) with the same solve conversation (format, worked example, ``<think>``
-prefill), the same samples per prompt, prompts per step, completion budget, temperature and
-learning rate, so every arm has generated the same number of solve samples at the same step.
-Every ``--eval-every`` steps and after the last, each arm answers the same ``--heldout`` tasks
-greedily; the project's parser and grader score them (``crsp.heldout.solve_checks``). The
-step-0 evaluation is done once and shared: every arm starts from the same weights, and greedy
-decoding is deterministic. ``--seed`` draws the tasks, the schedule and the held-out set;
-``--sampling-seed`` (default ``--seed``) seeds each arm's sampling, so runs that differ only in
-it measure the spread between training runs (``benchmarks.learning seeds`` takes the
-interval over them); ``--schedule-seed`` (default ``--seed``) re-orders the training prompts
-alone, so runs over several add the spread a prompt order brings.
+Every arm starts from the same ``--model`` and trains on the same edge math tasks in the same order
+(``crsp.math_source=edge``: one- and two-operation word problems, ``data/edge_math.py``;
+``training_schedule``: ``--tasks-per-step`` prompts per step, the CRSP trainer's draws replaced by
+the schedule) with the same solve conversation (format, worked example, ``<think>`` prefill), the
+same samples per prompt, prompts per step, completion budget, temperature and learning rate, so
+every arm has generated the same number of solve samples at the same step. Every ``--eval-every``
+steps and after the last, each arm answers the same ``--heldout`` tasks greedily; the project's
+parser and grader score them (``crsp_ops.crsp.trainer.evaluation.score_heldout``). The step-0
+evaluation is done once and shared: every arm starts from the same weights, and greedy decoding is
+deterministic. ``--seed`` draws the tasks, the schedule and the held-out set; ``--sampling-seed``
+(default ``--seed``) seeds each arm's sampling, so runs that differ only in it measure the spread
+between training runs (``benchmarks.learning seeds`` takes the interval over them);
+``--schedule-seed`` (default ``--seed``) re-orders the training prompts alone, so runs over several
+add the spread a prompt order brings.
 
 Arms:
 * ``crsp``: solve-only TR-RPG (the project's trainer, no proposals and no critiques), with

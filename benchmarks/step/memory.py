@@ -63,8 +63,9 @@ def memory_formula(*, params: int, trainable: int, layers: int, hidden: int,
       full fine-tuning also keeps fp32 master weights, counted in ``weights`` at 4 bytes;
     * ``shards`` > 1 (``train.sharding=fsdp2`` over that many ranks): weights, gradients and
       AdamW state are split over the ranks, and each rank adds ``replica``, the full weights
-      it generates from (``crsp.sharding.GenerationReplica``); a layer's weights are gathered
-      in full while it runs (one layer: small beside the rest, not counted);
+      it generates from (``crsp_ops.crsp.policy.sharding.GenerationReplica``); a layer's
+      weights are gathered in full while it runs (one layer: small beside the rest, not
+      counted);
     * activations of one micro-batch of ``tokens`` tokens: without checkpointing each layer
       keeps about ``10·hidden + 4·intermediate + 2·kv_hidden`` values per token (norms, q/k/v,
       attention and MLP intermediates), ``activation_bytes`` each (2 for a bf16 base under
