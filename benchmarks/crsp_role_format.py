@@ -25,6 +25,7 @@ import json
 import os
 import random
 import statistics
+import tempfile
 import time
 from collections import Counter
 from dataclasses import replace
@@ -33,17 +34,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.policy.accelerator import make_accelerator  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay.episode import builtin_rewards, critique, propose, solve  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
-from crsp_ops.crsp.trainer.options import (  # noqa: E402
-    SelfPlaySettings,
-    episode_options,
-    make_alpha_schedule_from,
-    make_buffers,
-    make_executor,
-)
+from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
 from crsp_ops.evaluation.bootstrap import bootstrap_interval  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
@@ -105,14 +100,22 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = load_settings(project_root(), args.overrides).settings
-    selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                settings.generation)
     model, tokenizer = load_causal_lm(args.model)
-    backend = InProcessGeneration(model, tokenizer, device="cpu",
-                                  batch_size=settings.generation.batch_size).backend
-    executor = make_executor(settings.crsp)
-    alphas = make_alpha_schedule_from(settings.reward)(0, max(settings.train.steps - 1, 1))
-    options = replace(episode_options(selfplay), proposals=args.proposals,
+    with tempfile.TemporaryDirectory() as out:
+        trainer = build_trainer(settings, model, tokenizer, out_dir=out,
+                                accelerator=make_accelerator("no", "cpu"))
+        try:
+            result = measure(args, settings, trainer)
+        finally:
+            trainer.close()
+    print(json.dumps(result))
+
+
+def measure(args, settings, trainer) -> dict:
+    """Each role's step-0 rollouts from the trainer's own backend, sandbox, buffers and options."""
+    backend, executor = trainer.generation.backend, trainer.executor
+    alphas = trainer.schedule(0, max(settings.train.steps - 1, 1))  # the trainer's step 1
+    options = replace(trainer.episode_options, proposals=args.proposals,
                       solver_samples=args.solve_samples,
                       critiques_per_task=min(args.critiques_per_task, args.solve_samples))
     tasks = [task for name in settings.crsp.problem_types
@@ -123,7 +126,7 @@ def main() -> None:
     if "propose" in args.roles:
         started = time.perf_counter()
         _, completions, checks, types = propose(
-            backend, executor, make_buffers(settings.crsp, []), options, 0,
+            backend, executor, trainer.buffers, options, 0,
             random.Random(args.seed), args.seed)
         summary = share_summary([c.well_formed for c in checks], completions,
                                 time.perf_counter() - started, args.show)
@@ -157,8 +160,7 @@ def main() -> None:
             summary["agree"] = sum(s.passed for s in samples)
             summary["grader_format_failures"] = grader_failures
             result["roles"]["critique"] = summary
-    executor.close()
-    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import statistics
+import tempfile
 import time
 from collections import Counter
 from dataclasses import replace
@@ -30,16 +31,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.policy.generation import InProcessGeneration  # noqa: E402
+from crsp_ops.crsp.policy.accelerator import make_accelerator  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay.episode import builtin_rewards, solve  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
-from crsp_ops.crsp.trainer.options import (  # noqa: E402
-    SelfPlaySettings,
-    episode_options,
-    make_alpha_schedule_from,
-    make_executor,
-)
+from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 from crsp_ops.paths import project_root  # noqa: E402
 
@@ -81,17 +77,24 @@ def main() -> None:
     args = parser.parse_args()
 
     settings = load_settings(project_root(), args.overrides).settings
-    selfplay = SelfPlaySettings(settings.crsp, settings.reward, settings.train,
-                                settings.generation)
     model, tokenizer = load_causal_lm(args.model)
-    backend = InProcessGeneration(model, tokenizer, device="cpu",
-                                  batch_size=settings.generation.batch_size).backend
-    executor = make_executor(settings.crsp)
-    schedule = make_alpha_schedule_from(settings.reward)
-    alphas = schedule(0, max(settings.train.steps - 1, 1))  # the trainer's step 1
+    with tempfile.TemporaryDirectory() as out:
+        trainer = build_trainer(settings, model, tokenizer, out_dir=out,
+                                accelerator=make_accelerator("no", "cpu"))
+        try:
+            result = measure(args, settings, trainer)
+        finally:
+            trainer.close()
+    print(json.dumps(result))
+
+
+def measure(args, settings, trainer) -> dict:
+    """Every budget's solve rollouts from the trainer's own backend, sandbox and options."""
+    backend, executor = trainer.generation.backend, trainer.executor
+    alphas = trainer.schedule(0, max(settings.train.steps - 1, 1))  # the trainer's step 1
     tasks = [task for name in settings.crsp.problem_types
              for task in starter_tasks(TaskType(name))]
-    base = episode_options(selfplay)
+    base = trainer.episode_options
     result = {"benchmark": "crsp_solve_format", "model": str(args.model), "tasks": len(tasks),
               "task_types": dict(Counter(t.task_type.value for t in tasks)),
               "samples_per_task": args.samples, "temperature": base.temperature,
@@ -126,8 +129,7 @@ def main() -> None:
             "malformed_examples": [s.completion.text[:160] for s in samples
                                    if not s.well_formed][: args.show],
         }
-    executor.close()
-    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":
