@@ -6,7 +6,7 @@ lines (``<name>.jsonl``: the numbers with their intervals) and its outcome
 (``lab/claims/outcomes.jsonl``: met or not, what it shows and does not show). An attempt
 declared outside ``lab/claims/`` (the first demo seed, in ``configs/defconfig``) is a
 line of ``outcomes.jsonl`` with ``declared_in`` and its notebook section. The registry code of
-``claims_table.py`` reads all of these (``declared``, ``outcomes``, ``sections``); the header's
+``registry.py`` reads all of these (``declared``, ``outcomes``, ``sections``); the header's
 counts are computed from them.
 
     python -m lab.results_page --write   # regenerate docs/results.md
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.provenance import is_ancestor, line_commits
-from lab.claims_table import (
+from lab.registry import (
     CLAIMS_DIR,
     OUTCOMES,
     REPO,

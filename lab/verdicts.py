@@ -11,7 +11,7 @@ the line's interval is over), never from its point alone:
 
 A count of runs reads **learned on N of M runs** (N runs whose own gain interval lies above 0).
 "Caught up", "beat", "lead" and "trail" are not verdicts: a change across budgets is said as
-the verdict at each budget. ``claims_table.py`` renders these words into the pages'
+the verdict at each budget. ``verdict_regions.py`` renders these words into the pages'
 ``<!-- verdict: ... -->`` regions and fails when a region's text is not its line's.
 """
 

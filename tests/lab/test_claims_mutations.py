@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from lab.claims_table import REGISTRY, REPO, RESULTS, load_claims, missing
+from lab.places import missing
+from lab.registry import REGISTRY, REPO, RESULTS, load_claims
 
 PARTS = ("README.md", "docs", "examples", "lab/claims", "lab/results", str(RESULTS))
 

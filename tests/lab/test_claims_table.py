@@ -8,21 +8,11 @@ import shutil
 
 import pytest
 
-from lab.claims_table import (
-    REGISTRY,
-    REPO,
-    RESULTS,
-    TABLE,
-    add_entry,
-    how_to_add,
-    load_claims,
-    matches,
-    missing,
-    numbers_in,
-    prune,
-    quotes_in,
-    render,
-)
+from lab.claims_table import how_to_add, render
+from lab.numbers import matches, numbers_in, quotes_in
+from lab.places import missing
+from lab.registry import REGISTRY, REPO, RESULTS, TABLE, load_claims
+from lab.registry_edit import add_entry, prune
 
 
 def test_every_number_the_pages_quote_is_tied_to_its_place_and_claim():

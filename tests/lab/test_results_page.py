@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lab.claims_table import CLAIMS_DIR, OUTCOMES, REPO, declared
+from lab.registry import CLAIMS_DIR, OUTCOMES, REPO, declared
 from lab.results_page import PAGE, render
 
 
