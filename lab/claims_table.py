@@ -51,10 +51,11 @@ steps, seeds, sizes), anything in a fenced code block or an inline code span, li
 URLs, version-like ``x.y.z``, and a decimal glued to a letter or hyphen (``Qwen2.5``, ``0.5B``,
 ``SmolLM2-1.7B``).
 
-The code, by job: ``registry.py`` (the registry and the records it reads), ``numbers.py`` (what
-a number is, where a quote sits, when it matches), ``places.py`` (quotes tied both ways),
-``verdict_regions.py`` (verdict words and outcome prose), ``registry_edit.py`` (``--add``,
-``--tie``, ``--prune``, ``--suggest``); this module renders the table and runs the checks.
+The code, by job: ``registry.py`` (the registry and the records it reads),
+``quoted_numbers.py`` (what a number is, where a quote sits, when it matches), ``places.py``
+(quotes tied both ways), ``verdict_regions.py`` (verdict words and outcome prose),
+``registry_edit.py`` (``--add``, ``--tie``, ``--prune``, ``--suggest``); this module renders
+the table and runs the checks.
 
     python -m lab.claims_table --write     # regenerate lab/CLAIMS.md
     python -m lab.claims_table --check     # exit 1: a number out of place, a stale table
@@ -73,8 +74,8 @@ import json
 import sys
 from pathlib import Path
 
-from lab.numbers import VERDICT_REGION
 from lab.places import check_places, missing
+from lab.quoted_numbers import VERDICT_REGION
 from lab.registry import (
     CLAIMS_DIR,
     NOT_A_CLAIM,

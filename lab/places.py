@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.numbers import disordered, labels, quotes_in
+from lab.quoted_numbers import disordered, labels, quotes_in
 from lab.registry import REGISTRY, REPO, Claim, declared, pages
 from lab.verdict_regions import check_outcomes, check_verdicts
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.provenance import added, committed_at, sha256_at
-from lab.numbers import matches, signed, source_numbers
+from lab.quoted_numbers import matches, signed, source_numbers
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = Path("lab/claims/numbers.jsonl")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lab.numbers import SOURCE_NUMBER, matches, signed
 from lab.places import accepts, check_places, quoted
+from lab.quoted_numbers import SOURCE_NUMBER, matches, signed
 from lab.registry import REGISTRY, REPO, RESULTS, TABLE, Claim, load_claims, sections
 
 

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from lab import verdicts
-from lab.numbers import (
+from lab.quoted_numbers import (
     VERDICT_REGION,
     blank_code,
     disordered,

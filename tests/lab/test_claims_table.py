@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from lab.claims_table import how_to_add, render
-from lab.numbers import matches, numbers_in, quotes_in
 from lab.places import missing
+from lab.quoted_numbers import matches, numbers_in, quotes_in
 from lab.registry import REGISTRY, REPO, RESULTS, TABLE, load_claims
 from lab.registry_edit import add_entry, prune
 
