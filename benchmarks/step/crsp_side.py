@@ -60,9 +60,10 @@ def run_crsp(args, settings, model, tokenizer) -> dict:
     with tempfile.TemporaryDirectory() as out:
         built = time.perf_counter()
         trainer = build_trainer(replace(settings, generation=generation), model, tokenizer,
-                                out_dir=out, accelerator=accelerator)
+                                out_dir=out, accelerator=accelerator,
+                                buffers=TaskBuffers({task.task_type: [task] for task in tasks},
+                                                    capacity=64))
         build_s = time.perf_counter() - built
-        trainer.buffers = TaskBuffers({task.task_type: [task] for task in tasks}, capacity=64)
         if args.full_length:
             trainer.generation.backend.stop_ids = (full_length_stop_id(tokenizer),)
         try:

@@ -21,7 +21,8 @@ def build_trainer(settings: Settings, model: Any, tokenizer: Any, *, out_dir: st
                   tasks: Sequence[Task] = (), heldout_tasks: Sequence[Task] = (),
                   rewards: RewardSet | None = None, tracker: Tracker | None = None,
                   accelerator: Any = None, generation: Any = None, callbacks: Sequence = (),
-                  args: Any = None, checkpoint: str | Path | None = None) -> SelfPlayTrainer:
+                  args: Any = None, buffers: Any = None,
+                  checkpoint: str | Path | None = None) -> SelfPlayTrainer:
     """A trainer of ``model`` on the resolved ``settings``, resumed from ``checkpoint`` if given.
 
     The keyword arguments are ``SelfPlayTrainer``'s (see there).
@@ -31,7 +32,7 @@ def build_trainer(settings: Settings, model: Any, tokenizer: Any, *, out_dir: st
                                            settings.generation),
         out_dir=out_dir, tasks=tasks, heldout_tasks=heldout_tasks, rewards=rewards,
         tracker=tracker, accelerator=accelerator, generation=generation, callbacks=callbacks,
-        args=args)
+        args=args, buffers=buffers)
     if checkpoint is not None:
         trainer.resume(checkpoint)
     return trainer

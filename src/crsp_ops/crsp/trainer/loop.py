@@ -78,6 +78,7 @@ class SelfPlayTrainer:
         accelerator, generation: default from the settings (``trainer.setup``).
         callbacks: ``transformers.TrainerCallback``s (classes or instances).
         args: the ``TrainingArguments`` callbacks see (``hf_flow.loop_args``).
+        buffers: the task buffers the steps draw from; default built from ``tasks``.
     """
 
     def __init__(self, model: Any, tokenizer: Any, settings: SelfPlaySettings, *,
@@ -85,7 +86,7 @@ class SelfPlayTrainer:
                  heldout_tasks: Sequence[Task] = (), rewards: RewardSet | None = None,
                  tracker: Tracker | None = None, accelerator: Any | None = None,
                  generation: PolicyGeneration | None = None, callbacks: Sequence = (),
-                 args: Any = None) -> None:
+                 args: Any = None, buffers: Any = None) -> None:
         self.accelerator = accelerator or make_accelerator(settings.train.mixed_precision, "auto")
         processes, rank = self.accelerator.num_processes, self.accelerator.process_index
         set_seed(settings.crsp.seed)  # as Trainer does, every rank alike: LoRA init, saved RNG
@@ -102,7 +103,8 @@ class SelfPlayTrainer:
         self.episode_options = episode_options(
             settings, dataset=any(isinstance(task, PromptTask) for task in tasks))
         self.executor = make_executor(settings.crsp)
-        self.buffers = make_buffers(settings.crsp, tasks, rank=rank, processes=processes)
+        self.buffers = buffers if buffers is not None else make_buffers(
+            settings.crsp, tasks, rank=rank, processes=processes)
         self.solve_rewards = rewards or builtin_solve_rewards(
             self.executor, length_max_length=settings.reward.length_max_length,
             length_penalty_threshold=settings.reward.length_penalty_threshold,
