@@ -76,3 +76,22 @@ def test_the_config_key_reaches_the_update_options():
                                     "train.top_entropy_quantile=0.2"]).settings
     options = update_options(settings)
     assert (options.importance_sampling_level, options.top_entropy_quantile) == ("sequence", 0.2)
+
+
+def test_on_policy_gspo_and_token_ratios_give_one_gradient():
+    # One update per batch (train.update_epochs=1): new = old, every ratio is 1. Under the token
+    # mean over the batch's N = 5 tokens, a token of row i gets −A_i/N at token level; at
+    # sequence level each of row i's n_i tokens carries exp(mean l_i)·A_i, whose gradient
+    # reaches every token of the row by A_i/n_i, and the n_i copies sum to A_i: −A_i/N again.
+    # This is why GSPO's dev curve at update_epochs=1 is the default's; at 2 they part.
+    grads = {}
+    for level in ("token", "sequence"):
+        old = torch.tensor([[-1.0, -2.0, 0.0], [-0.5, -1.5, -2.5]], dtype=torch.float64)
+        new = old.clone().requires_grad_()
+        loss, _ = surrogate_loss(new, old, ADVANTAGES, MASK, beta=0.0, log_ratio_clamp=20.0,
+                                 ratio_clip=0.2, importance_sampling_level=level)
+        loss.backward()
+        grads[level] = new.grad
+    expected = torch.tensor([[-0.2, -0.2, 0.0], [0.2, 0.2, 0.2]], dtype=torch.float64)
+    torch.testing.assert_close(grads["token"], expected)
+    torch.testing.assert_close(grads["sequence"], expected)
