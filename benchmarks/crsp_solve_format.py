@@ -22,7 +22,6 @@ import json
 import math
 import os
 import statistics
-import tempfile
 import time
 from collections import Counter
 from dataclasses import replace
@@ -30,14 +29,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from crsp_ops.config import load_settings  # noqa: E402
-from crsp_ops.crsp.policy.accelerator import make_accelerator  # noqa: E402
+from benchmarks.cpu_trainer import measure_with_trainer  # noqa: E402
 from crsp_ops.crsp.rewards.functions import RewardState  # noqa: E402
 from crsp_ops.crsp.selfplay.episode import builtin_rewards, solve  # noqa: E402
 from crsp_ops.crsp.tasks import TaskType, starter_tasks  # noqa: E402
-from crsp_ops.crsp.trainer.build import build_trainer  # noqa: E402
-from crsp_ops.models.loading import load_causal_lm  # noqa: E402
-from crsp_ops.paths import project_root  # noqa: E402
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -76,16 +71,8 @@ def main() -> None:
                         help="section.key=value overrides of params.yaml")
     args = parser.parse_args()
 
-    settings = load_settings(project_root(), args.overrides).settings
-    model, tokenizer = load_causal_lm(args.model)
-    with tempfile.TemporaryDirectory() as out:
-        trainer = build_trainer(settings, model, tokenizer, out_dir=out,
-                                accelerator=make_accelerator("no", "cpu"))
-        try:
-            result = measure(args, settings, trainer)
-        finally:
-            trainer.close()
-    print(json.dumps(result))
+    print(json.dumps(measure_with_trainer(
+        args.model, args.overrides, lambda settings, trainer: measure(args, settings, trainer))))
 
 
 def measure(args, settings, trainer) -> dict:
