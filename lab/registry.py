@@ -195,6 +195,7 @@ def relooks(root: Path = REPO) -> dict[str, list[str]]:
 
 def pages(root: Path = REPO) -> list[Path]:
     """The pages whose numbers the registry ties: README.md, docs/*.md (but the generated
-    docs/results.md) and examples/*/README.md."""
+    docs/results.md), the design notes docs/design/*.md and examples/*/README.md."""
     docs = [p for p in sorted((root / "docs").glob("*.md")) if p.name != "results.md"]
-    return [root / "README.md", *docs, *sorted((root / "examples").glob("*/README.md"))]
+    return [root / "README.md", *docs, *sorted((root / "docs" / "design").glob("*.md")),
+            *sorted((root / "examples").glob("*/README.md"))]

@@ -1,7 +1,8 @@
 """On a copy of the pages, each way the issue found to fool the registry now fails
 ``claims_table.py --check``: an interval reordered, a count changed, one of two quotes of the
 same number changed, a positive value's sign flipped together with its entry, a verdict word
-changed. The unchanged copy passes."""
+changed; and a number planted or changed in a design note (docs/design/*.md), which the registry
+covers like docs/*.md. The unchanged copy passes."""
 
 from __future__ import annotations
 
@@ -125,3 +126,19 @@ def test_outcome_prose_with_a_number_its_line_lacks_fails(copy):
                                  "+0.027 (Welch [+0.011, +0.052])"))
     assert any("learning_suite_review_sentiment_16_prompts_test shows" in f and "+0.011" in f
                for f in failures(copy))
+
+
+def test_a_number_planted_in_a_design_note_without_a_source_fails(copy):
+    edit(copy, "docs/design/trainer.md", "It is continuous at both breakpoints",
+         "On dev it lifted the solve rate by 0.517. It is continuous at both breakpoints")
+    assert any(f.startswith("docs/design/trainer.md:") and "0.517 has no source" in f
+               for f in failures(copy))
+
+
+def test_a_design_notes_registered_number_changed_fails(copy):
+    # the schedule's end weight (a registered setting) quoted as 0.97 instead of 0.95
+    edit(copy, "docs/design/trainer.md", "| 0.8 → 0.95 linearly |", "| 0.8 → 0.97 linearly |")
+    found = failures(copy)
+    assert any(f.startswith("docs/design/trainer.md:") and "0.97 has no source" in f
+               for f in found)
+    assert any("0.95 registered in docs/design/trainer.md" in f for f in found)

@@ -1,5 +1,6 @@
-"""The claims registry ties every number README.md, docs/*.md and examples/*/README.md quote to
-its place and the claim it comes from, both ways; lab/CLAIMS.md is generated from it."""
+"""The claims registry ties every number README.md, docs/*.md, docs/design/*.md and
+examples/*/README.md quote to its place and the claim it comes from, both ways; lab/CLAIMS.md
+is generated from it."""
 
 from __future__ import annotations
 
