@@ -45,7 +45,7 @@ class VariantVocabulary:
         return [self.texts[row[0]] for row in ids]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokenizer", default=None, help="tokenizer dir (default: MiniLM's)")
     parser.add_argument("--embedder", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -55,8 +55,11 @@ def main() -> None:
     parser.add_argument("--pca-dim", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--minibatch-threshold", type=int, default=20000)
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def measure(args: argparse.Namespace) -> dict:
+    """Load the embedder, run the clusters stage on the vocabulary, time both; the JSON line."""
     from transformers import AutoTokenizer
 
     from crsp_ops.steering.cluster_io import save_token_clusters
@@ -94,7 +97,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as out:
         save_token_clusters(out, clusters)
     stage_s = time.perf_counter() - stage_started
-    print(json.dumps({
+    return result(args, device, clusters, embedded, load_s=load_s, stage_s=stage_s)
+
+
+def result(args: argparse.Namespace, device: str, clusters, embedded: dict, *, load_s: float,
+           stage_s: float) -> dict:
+    """The JSON line: embedding throughput, the stage's and the embedder load's seconds."""
+    return {
         "benchmark": "clusters_throughput",
         "device": device,
         "vocab_size": clusters.vocab_size,
@@ -108,7 +117,11 @@ def main() -> None:
         "pca_dim": args.pca_dim,
         "batch_size": args.batch_size,
         "kmeans": type(clusters.kmeans).__name__,
-    }))
+    }
+
+
+def main() -> None:
+    print(json.dumps(measure(parse_args())))
 
 
 if __name__ == "__main__":

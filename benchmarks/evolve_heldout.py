@@ -11,12 +11,10 @@ proposer's: ``LoopConfig.answer_budget``, candidates and paired re-scores of the
 with the same minibatch draws and the same paired acceptance, and each arm's best deltas and the
 initial deltas are scored on the same held-out questions (greedy decoding).
 
-Per arm it prints one table over the seeds: mean tokens, correctness and composite with the
-*paired* gains over the initial deltas and their 95% bootstrap intervals (questions resampled
-jointly, ``evaluation.paired_gains``), the correctness non-inferiority verdict (lower bound
->= -0.02), whether issue 26's goal was met (tokens -20%, non-inferior, composite interval above
-0), the answers each search generated, and the wall time; then the seed-averaged composite of
-the first arm minus each other arm, paired over questions. One JSON line goes to stdout.
+Per arm it prints one table over the seeds (``benchmarks/evolve_heldout_report.py``: paired
+gains over the initial deltas with 95% intervals, the correctness non-inferiority verdict,
+issue 26's goal, answers generated, wall time), then the seed-averaged composite of the first
+arm minus each other arm, paired over questions. One JSON line goes to stdout.
 
     crsp-ops convert-model --set model.source=smollm2 --out /tmp/smollm2_hf   # once, ~1 min
     python -m benchmarks.evolve_heldout --converted /tmp/smollm2_hf --seeds 0 1 2 \
@@ -51,22 +49,21 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from benchmarks.evolve_heldout_report import (  # noqa: E402
+    Columns,
+    arm_row,
+    columns,
+    reflector_stats,
+    report,
+)
 from benchmarks.splits import SPLITS, evolve_split  # noqa: E402
 from crsp_ops.config import load_settings, sync_params  # noqa: E402
 from crsp_ops.data.financebench_synthetic import DEFAULT_MAX_REVENUE  # noqa: E402
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings  # noqa: E402
-from crsp_ops.evaluation.paired_gains import (  # noqa: E402
-    correctness_non_inferior,
-    goal_met,
-    paired_gains,
-    seed_average_composite_gain,
-)
-from crsp_ops.evaluation.scoring import composite_score, shortness_score  # noqa: E402
-from crsp_ops.evolve.heldout import INTERVAL_LEVEL  # noqa: E402
 from crsp_ops.evolve.inputs import (  # noqa: E402
     load_cluster_inputs,
     load_initial_deltas,
@@ -75,7 +72,6 @@ from crsp_ops.evolve.inputs import (  # noqa: E402
 from crsp_ops.evolve.loop import LoopConfig, run_evolution  # noqa: E402
 from crsp_ops.evolve.minibatch import run_minibatch  # noqa: E402
 from crsp_ops.evolve.proposer_factory import build_proposer  # noqa: E402
-from crsp_ops.evolve.reflector import reply_validity  # noqa: E402
 from crsp_ops.evolve.store import EvolutionStore  # noqa: E402
 from crsp_ops.inference.open_backend import (  # noqa: E402
     open_backend,
@@ -102,8 +98,6 @@ def arm_proposer(arm: str, settings: Any, seed: int, iterations: int) -> tuple[s
     return ("optuna" if kind in SAMPLER_ARMS else kind), replace(
         settings, optuna=replace(settings.optuna, seed=seed, sampler=sampler),
         evolve=replace(settings.evolve, iterations=iterations))
-
-Columns = tuple[list[float], list[bool]]  # (response tokens, correct) per held-out question
 
 
 def build_project(project: Path, converted: Path, stage_overrides: list[str]) -> Path:
@@ -138,110 +132,8 @@ def build_project(project: Path, converted: Path, stage_overrides: list[str]) ->
     return project
 
 
-def columns(result: Any) -> Columns:
-    """Response tokens and correctness of a held-out result, in question order."""
-    return ([float(r.response_tokens) for r in result.records],
-            [bool(r.is_correct) for r in result.records])
-
-
-def arm_row(seed: int, arm: str, initial: Columns, best: Columns, weights: Any,
-            **extra: Any) -> dict[str, Any]:
-    """One table row: the best deltas' held-out scores and their paired gains over initial."""
-    gains = paired_gains(*initial, *best, weights=weights, confidence=INTERVAL_LEVEL)
-    tokens, correct = best
-    return {
-        "seed": seed, "arm": arm, **extra,
-        "mean_tokens": round(sum(tokens) / len(tokens), 2),
-        "correctness": round(sum(correct) / len(correct), 4),
-        "composite": round(_composite(best, weights), 4),
-        "tokens_change": _rounded(gains.tokens), "correctness_gain": _rounded(gains.correctness),
-        "composite_gain": _rounded(gains.composite),
-        "non_inferior": correctness_non_inferior(gains.correctness.low),
-        "goal_met": goal_met(gains),
-    }
-
-
-def arm_table(arm: str, rows: list[dict[str, Any]]) -> str:
-    """A markdown table of one arm over the seeds, and a seed-average row.
-
-    >>> row = {"seed": 0, "mean_tokens": 36.0, "tokens_change": [-0.231, -0.27, -0.19],
-    ...        "correctness": 0.14, "correctness_gain": [-0.01, -0.02, 0.01],
-    ...        "composite": 0.346, "composite_gain": [0.031, 0.012, 0.05], "non_inferior": True,
-    ...        "goal_met": True, "answers_generated": 120, "best_iteration": 5, "search_s": 610}
-    >>> print(arm_table("offline", [row]))
-    ### offline
-    | seed | mean tokens (change [95% CI]) | correctness (gain [95% CI]) | composite (gain [95% CI]) | non-inferior | goal | answers | best it. | search s |
-    |---|---|---|---|---|---|---|---|---|
-    | 0 | 36.0 (-23% [-27%, -19%]) | 0.140 (-0.01 [-0.02, +0.01]) | 0.3460 (+0.031 [+0.012, +0.050]) | yes | yes | 120 | 5 | 610 |
-    | mean | 36.0 (-23%) | 0.140 (-0.01) | 0.3460 (+0.031) | 1/1 | 1/1 | 120 | | 610 |
-    """  # noqa: E501
-    head = ("| seed | mean tokens (change [95% CI]) | correctness (gain [95% CI]) | composite "
-            "(gain [95% CI]) | non-inferior | goal | answers | best it. | search s |\n"
-            "|---|---|---|---|---|---|---|---|---|")
-    lines = [f"### {arm}", head]
-    for r in rows:
-        t, c, g = r["tokens_change"], r["correctness_gain"], r["composite_gain"]
-        lines.append(
-            f"| {r['seed']} | {r['mean_tokens']:.1f} ({100 * t[0]:+.0f}% [{100 * t[1]:+.0f}%, "
-            f"{100 * t[2]:+.0f}%]) | {r['correctness']:.3f} ({c[0]:+.2f} [{c[1]:+.2f}, "
-            f"{c[2]:+.2f}]) | {r['composite']:.4f} ({g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]) | "
-            f"{_yes(r['non_inferior'])} | {_yes(r['goal_met'])} | {r['answers_generated']} | "
-            f"{r['best_iteration']} | {r['search_s']:.0f} |")
-
-    def mean(key: str, index: int | None = None) -> float:
-        values = [r[key] if index is None else r[key][index] for r in rows]
-        return sum(values) / len(values)
-
-    n = len(rows)
-    lines.append(
-        f"| mean | {mean('mean_tokens'):.1f} ({100 * mean('tokens_change', 0):+.0f}%) | "
-        f"{mean('correctness'):.3f} ({mean('correctness_gain', 0):+.2f}) | "
-        f"{mean('composite'):.4f} ({mean('composite_gain', 0):+.3f}) | "
-        f"{sum(r['non_inferior'] for r in rows)}/{n} | {sum(r['goal_met'] for r in rows)}/{n} | "
-        f"{mean('answers_generated'):.0f} | | {mean('search_s'):.0f} |")
-    return "\n".join(lines)
-
-
 def _key(deltas: dict[str, float]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted((str(k), float(v)) for k, v in deltas.items()))
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def _rounded(estimate: Any) -> list[float]:
-    return [round(estimate.value, 4), round(estimate.low, 4), round(estimate.high, 4)]
-
-
-def _composite(cols: Columns, weights: Any) -> float:
-    """The composite of held-out answers, exactly as ``score_records`` computes it."""
-    tokens, correct = cols
-    short = shortness_score(sum(tokens) / len(tokens), scale=weights.shortness_scale)
-    return composite_score(short, sum(correct) / len(correct), w_short=weights.shortness_weight,
-                           w_correct=weights.correctness_weight)
-
-
-def reflector_stats(history: list[Any]) -> dict[str, Any]:
-    """Validity rate (schema-valid replies / requests) and reflector seconds per iteration.
-
-    Empty for arms that made no reflector request.
-
-    >>> from types import SimpleNamespace as R
-    >>> reflector_stats([R(proposer_metrics={"reflector_attempts": 2.0, "reflector_latency_s": 6.0,
-    ...     "reflector_invalid_replies": 1.0}, proposal_failed=False)] * 2)["validity_rate"]
-    0.5
-    """
-    metrics = [row.proposer_metrics for row in history]
-    valid, requests = reply_validity(history)
-    if not requests:
-        return {}
-    return {"reflector_requests": requests, "reflector_valid_replies": valid,
-            "validity_rate": round(valid / requests, 4),
-            "reflector_s_per_iteration": round(
-                sum(m.get("reflector_latency_s", 0.0) for m in metrics) / len(metrics), 2),
-            "failed_proposals": sum(bool(row.proposal_failed) for row in history),
-            "prompt_cuts": int(sum(m.get("reflector_prompt_cut", 0.0) for m in metrics))}
 
 
 def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any],
@@ -295,53 +187,8 @@ def run_arms(*, arms: list[str], seeds: list[int], evaluate: Any, pool: list[Any
     return initial_cols, rows, answers
 
 
-def report(*, arms: list[str], seeds: list[int], heldout_sha256: str, initial_cols: Columns,
-           rows: list[dict[str, Any]], answers: dict[tuple[str, int], Columns], weights: Any,
-           config: LoopConfig, extra: dict[str, Any], started: float) -> dict[str, Any]:
-    """Print the per-arm tables and comparisons on stderr; the JSON summary.
-
-    ``config.max_rollouts`` is the answer budget every search had; ``extra`` joins the JSON.
-    """
-    base = arm_row(-1, "initial", initial_cols, initial_cols, weights)
-    comparisons = {
-        f"{arms[0]} - {other}": _rounded(seed_average_composite_gain(
-            [(*answers[arms[0], s], *answers[other, s]) for s in seeds], weights=weights))
-        for other in arms[1:]}
-    elapsed = time.perf_counter() - started
-    n = len(initial_cols[0])
-    print(f"\nheld-out: {n} questions, sha256 {heldout_sha256}; initial deltas: "
-          f"{base['mean_tokens']:.1f} tokens, correctness {base['correctness']:.3f}, composite "
-          f"{base['composite']:.4f}; {config.iterations} iterations x minibatch "
-          f"{config.minibatch_size}, budget {config.max_rollouts} answers per search; seeds "
-          f"{seeds}", file=sys.stderr)
-    initial_row = {**base, "seed": "all", "answers_generated": 0, "best_iteration": "-",
-                   "search_s": 0.0}
-    print("\n" + arm_table("initial", [initial_row]), file=sys.stderr)
-    for arm in arms:
-        print("\n" + arm_table(arm, [r for r in rows if r["arm"] == arm]), file=sys.stderr)
-        for r in rows:
-            if r["arm"] == arm and "validity_rate" in r:
-                print(f"seed {r['seed']}: reflector validity {r['reflector_valid_replies']}/"
-                      f"{r['reflector_requests']} ({r['validity_rate']:.0%}), "
-                      f"{r['reflector_s_per_iteration']:.1f} s/iteration, "
-                      f"{r['failed_proposals']} failed proposals, {r['prompt_cuts']} prompt cuts",
-                      file=sys.stderr)
-    for name, (value, low, high) in comparisons.items():
-        print(f"\n{name}: seed-average held-out composite {value:+.4f} [{low:+.4f}, {high:+.4f}] "
-              "(paired over questions)", file=sys.stderr)
-    print(f"\nwall time: {elapsed:.0f} s", file=sys.stderr)
-    return {
-        "benchmark": "evolve_heldout", **extra, "seeds": seeds, "arms": arms,
-        "iterations": config.iterations, "minibatch_size": config.minibatch_size,
-        "paired_best": config.paired_best, "max_lost_correct": config.max_lost_correct,
-        "answer_budget": config.max_rollouts, "heldout_questions": n,
-        "heldout_sha256": heldout_sha256,
-        "initial": {k: base[k] for k in ("mean_tokens", "correctness", "composite")},
-        "runs": rows, "composite_first_minus_other_seed_average": comparisons,
-        "goal_met": {arm: sum(r["goal_met"] for r in rows if r["arm"] == arm) for arm in arms},
-        "elapsed_s": round(elapsed, 1)}
-
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The command line; ``--seeds`` defaults to the split's search seeds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--converted", type=Path, required=True,
                         help="HF model dir written by convert-model (or any HF model dir)")
@@ -379,40 +226,78 @@ def main() -> None:
                      f"(benchmarks/splits.py); {args.seeds} is not a subset of them")
     if any(n < 1 for n in args.budget_curve or []):
         parser.error("--budget-curve iteration counts must be >= 1")
+    return args
 
-    started = time.perf_counter()
-    stage_overrides = ["model.source=smollm2", f"financebench.heldout_size={args.heldout}",
-                       f"financebench.synthetic_max_revenue={DEFAULT_MAX_REVENUE}",
-                       *(split.stage_overrides() if args.split else []),
-                       *args.stage_overrides]
-    project = build_project(args.project, args.converted.resolve(), stage_overrides)
-    os.environ["CRSP_OPS_ROOT"] = str(project)
+
+def stage_overrides_of(args: argparse.Namespace) -> list[str]:
+    """The stages' overrides: the SmolLM2 profile, the held-out size, the split's data seed."""
+    return ["model.source=smollm2", f"financebench.heldout_size={args.heldout}",
+            f"financebench.synthetic_max_revenue={DEFAULT_MAX_REVENUE}",
+            *(evolve_split(args.split).stage_overrides() if args.split else []),
+            *args.stage_overrides]
+
+
+def arms_and_overrides(args: argparse.Namespace,
+                       stage_overrides: list[str]) -> tuple[list[str], list[str]]:
+    """The arms (the reflector joins when ``OPENAI_BASE_URL`` is set), the searches' overrides."""
     arms = list(args.proposers)
     overrides = ["tracking.enabled=n", *stage_overrides, *args.overrides]
     if os.environ.get("OPENAI_BASE_URL"):
         arms += [] if "reflector" in arms else ["reflector"]
         overrides.append(f"reflector.base_url={os.environ['OPENAI_BASE_URL']}")
-    settings = load_settings(project, overrides, env={}).settings
-    weights = grading_from_settings(settings.scoring).weights
+    return arms, overrides
+
+
+class SearchInputs(NamedTuple):
+    """What every search starts from: the built project's clusters, deltas and questions."""
+
+    clusters: Any
+    initial: dict[str, float]
+    pool: list[Any]
+    heldout: list[Any]
+
+
+def load_search_inputs(project: Path, heldout_size: int) -> SearchInputs:
+    """The project's clusters and initial deltas, the pool, the first ``heldout_size`` held out.
+
+    Raises:
+        SystemExit: the held-out split has fewer questions.
+    """
     clusters = load_cluster_inputs(project / "outputs/clusters")
     initial = load_initial_deltas(project / "outputs/deltas/deltas_initial.json",
                                   clusters.n_clusters)
     pool, heldout = load_pool_and_heldout(project / "data/financebench", heldout_size=0, seed=0)
-    if len(heldout) < args.heldout:
-        raise SystemExit(f"the held-out split has {len(heldout)} questions, not {args.heldout}")
-    heldout = list(heldout[: args.heldout])
-    evolve = settings.evolve
+    if len(heldout) < heldout_size:
+        raise SystemExit(f"the held-out split has {len(heldout)} questions, not {heldout_size}")
+    return SearchInputs(clusters, initial, pool, list(heldout[: heldout_size]))
+
+
+def search_configs(args: argparse.Namespace, evolve: Any) -> list[LoopConfig]:
+    """One loop config per budget (each ``--budget-curve`` count, else the one iteration count)."""
     base_config = LoopConfig(
         iterations=args.iterations or evolve.iterations, minibatch_size=evolve.minibatch_size,
         seed=0, stop_on_failure=False, paired_best=evolve.paired_best,
         max_lost_correct=evolve.max_lost_correct, acceptance=evolve.acceptance)
     curve = args.budget_curve or [base_config.iterations]
     configs = [replace(base_config, iterations=n) for n in curve]
-    configs = [replace(c, max_rollouts=args.max_rollouts or c.answer_budget()) for c in configs]
-    runs = len(arms) * len(args.seeds)
-    print(f"# {len(heldout)} held-out questions (sha256 {rows_sha256(heldout)[:12]}), "
-          f"{runs * len(configs)} searches of <= {[c.max_rollouts for c in configs]} answers",
-          file=sys.stderr)
+    return [replace(c, max_rollouts=args.max_rollouts or c.answer_budget()) for c in configs]
+
+
+def report_extra(args: argparse.Namespace, settings: Any) -> dict[str, Any]:
+    """What each JSON line records beside the results: the model, split and settings used."""
+    return {"model": str(args.converted), "split": args.split,
+            "financebench_seed": settings.financebench.seed,
+            "overrides": args.overrides,
+            **({"budget_curve": args.budget_curve} if args.budget_curve else {}),
+            "offline_length_contrast": settings.evolve.offline_length_contrast,
+            "max_new_tokens": settings.generation.max_new_tokens}
+
+
+def run_budgets(args: argparse.Namespace, *, arms: list[str], settings: Any, project: Path,
+                inputs: SearchInputs, configs: list[LoopConfig], started: float) -> None:
+    """Every arm and seed at each budget on one backend; one JSON line per budget on stdout."""
+    weights = grading_from_settings(settings.scoring).weights
+    heldout = inputs.heldout
     with open_backend(settings, project / "models/base", project / "outputs/clusters") as backend:
         generate = partial(run_minibatch, backend=backend, template=prompt_template(settings),
                            sampling=sampling_params(settings),
@@ -423,8 +308,8 @@ def main() -> None:
                 budget_started = time.perf_counter()
                 initial_cols, rows, answers = run_arms(
                     arms=arms, seeds=args.seeds, evaluate=lambda ex, d: generate(ex, deltas=d),
-                    pool=pool, heldout=heldout, initial=initial, clusters=clusters,
-                    settings=settings, config=config,
+                    pool=inputs.pool, heldout=heldout, initial=inputs.initial,
+                    clusters=inputs.clusters, settings=settings, config=config,
                     workdir=tmp / f"it{config.iterations}" if args.budget_curve else tmp,
                     tokenize=lambda text: backend.tokenizer(
                         text, add_special_tokens=False)["input_ids"])
@@ -432,12 +317,25 @@ def main() -> None:
                     arms=arms, seeds=args.seeds, heldout_sha256=rows_sha256(heldout),
                     initial_cols=initial_cols, rows=rows, answers=answers, weights=weights,
                     config=config, started=budget_started if args.budget_curve else started,
-                    extra={"model": str(args.converted), "split": args.split,
-                           "financebench_seed": settings.financebench.seed,
-                           "overrides": args.overrides,
-                           **({"budget_curve": curve} if args.budget_curve else {}),
-                           "offline_length_contrast": evolve.offline_length_contrast,
-                           "max_new_tokens": settings.generation.max_new_tokens})), flush=True)
+                    extra=report_extra(args, settings))), flush=True)
+
+
+def main() -> None:
+    args = parse_args()
+    started = time.perf_counter()
+    stage_overrides = stage_overrides_of(args)
+    project = build_project(args.project, args.converted.resolve(), stage_overrides)
+    os.environ["CRSP_OPS_ROOT"] = str(project)
+    arms, overrides = arms_and_overrides(args, stage_overrides)
+    settings = load_settings(project, overrides, env={}).settings
+    inputs = load_search_inputs(project, args.heldout)
+    configs = search_configs(args, settings.evolve)
+    runs = len(arms) * len(args.seeds)
+    print(f"# {len(inputs.heldout)} held-out questions (sha256 "
+          f"{rows_sha256(inputs.heldout)[:12]}), {runs * len(configs)} searches of <= "
+          f"{[c.max_rollouts for c in configs]} answers", file=sys.stderr)
+    run_budgets(args, arms=arms, settings=settings, project=project, inputs=inputs,
+                configs=configs, started=started)
 
 
 if __name__ == "__main__":

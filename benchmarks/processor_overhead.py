@@ -131,7 +131,7 @@ def timed(backend, prompts, params, deltas) -> tuple[int, float, list]:
     return sum(c.response_tokens for c in completions), seconds, [c.token_ids for c in completions]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None,
                         help="HF model dir (default: models/base if built, else a tiny one)")
@@ -146,7 +146,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--train-steps", type=int, default=30,
                         help="steps when the tiny model has to be built")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
 
     import torch
 
@@ -167,12 +171,20 @@ def main() -> None:
     timed(backend, prompts, params, deltas)
     pairs = interleaved(lambda: timed(backend, prompts, params, None),
                         lambda: timed(backend, prompts, params, deltas), args.reps)
+    print(json.dumps(result(args, backend, model_dir, vocab, n_params, pairs)))
+
+
+def result(args: argparse.Namespace, backend, model_dir: Path, vocab: int, n_params: int,
+           pairs: list) -> dict:
+    """The JSON line: steered / unsteered tokens per second, paired per repetition."""
+    import torch
+
     # tokens/s ratio per repetition: (steered tokens / s) / (plain tokens / s)
     ratios = [(s_tok / s_sec) / (p_tok / p_sec) for (p_tok, p_sec, _), (s_tok, s_sec, _) in pairs]
     plain_tps = sum(p[0] for p, _ in pairs) / sum(p[1] for p, _ in pairs)
     steered_tps = sum(q[0] for _, q in pairs) / sum(q[1] for _, q in pairs)
     paired = summary(ratios)
-    print(json.dumps({
+    return {
         "benchmark": "processor_overhead",
         "backend": "transformers",
         "device": str(backend.device),
@@ -195,7 +207,7 @@ def main() -> None:
         "outputs_identical": all(p[2] == q[2] for p, q in pairs),
         "python": platform.python_version(),
         "torch": torch.__version__,
-    }))
+    }
 
 
 if __name__ == "__main__":

@@ -86,14 +86,19 @@ def timed(function) -> float:
     return time.perf_counter() - started
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    settings = load_settings(project_root(), [
+def step_settings(args: argparse.Namespace):
+    """The project's settings for one solve-only step of the edge-math tasks at these sizes."""
+    return load_settings(project_root(), [
         "tracking.enabled=n", "crsp.problem_types=math", "crsp.math_source=edge",
         f"crsp.seed={args.seed}", f"train.tasks_per_type={args.tasks}",
         f"train.solver_samples={args.samples}", "train.proposals_per_step=0",
         "train.critiques_per_task=0", f"train.max_new_tokens_solve={args.max_new_tokens}",
         "train.steps=1", "train.eval_interval=0"]).settings
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    settings = step_settings(args)
     train_tasks, _ = edge_math_tasks(settings.crsp)
     tasks = [task for task in train_tasks[: args.tasks] for _ in range(args.samples)]
     model, tokenizer = load_causal_lm(args.model)
@@ -135,9 +140,16 @@ def main(argv=None) -> int:
                 trainer.close()
     finally:
         executor.close()
+    print(json.dumps(report(args, len(tasks), seconds, step_s)))
+    return 0
+
+
+def report(args: argparse.Namespace, samples: int, seconds: dict[str, list[float]],
+           step_s: float) -> dict:
+    """The JSON line: each road's median scoring time, its extra over direct as a step share."""
     median_ms = {name: statistics.median(values) * 1000 for name, values in seconds.items()}
-    report = {
-        "benchmark": "reward_overhead", "model": str(args.model), "samples": len(tasks),
+    return {
+        "benchmark": "reward_overhead", "model": str(args.model), "samples": samples,
         "max_new_tokens": args.max_new_tokens, "reps": args.reps,
         "scoring_ms_median": {name: round(value, 3) for name, value in median_ms.items()},
         "step_s": round(step_s, 2),
@@ -145,8 +157,6 @@ def main(argv=None) -> int:
             name: round((median_ms[name] - median_ms["direct"]) / 1000 / step_s, 6)
             for name in ("builtin_set", "user_spec")},
     }
-    print(json.dumps(report))
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,13 +21,19 @@ from benchmarks.paired import interleaved, summary
 REPO = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--points", type=int, default=10_000, help="points per side and rep")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
-    args = parser.parse_args()
-    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    return parser.parse_args()
 
+
+def measure(args: argparse.Namespace) -> tuple[float, float, dict]:
+    """Both sides on a scratch project's sqlite store: median seconds of each, paired speedup.
+
+    Raises:
+        AssertionError: the tracking module stored fewer points than it was given.
+    """
     import mlflow
 
     from crsp_ops.config import load_settings, sync_params
@@ -41,26 +47,7 @@ def main() -> None:
         resolved = load_settings(root, env={})
         with start_run("benchmark", resolved) as tracker:
             mlflow.set_tracking_uri(tracking_uri(resolved))
-            offset = {"module": 0, "fluent": 0}
-
-            def module() -> float:
-                start = time.perf_counter()
-                for step in range(offset["module"], offset["module"] + args.points):
-                    tracker.log_metrics({"module_metric": step * 0.5}, step=step)
-                tracker.flush()
-                offset["module"] += args.points
-                return time.perf_counter() - start
-
-            def fluent() -> float:
-                with mlflow.start_run(run_id=tracker.run_id):
-                    start = time.perf_counter()
-                    for step in range(offset["fluent"], offset["fluent"] + args.points):
-                        mlflow.log_metric("fluent_metric", step * 0.5, step=step)
-                    seconds = time.perf_counter() - start
-                offset["fluent"] += args.points
-                return seconds
-
-            pairs = interleaved(module, fluent, args.reps)
+            pairs = interleaved_sides(tracker, args.points, args.reps)
         module_seconds = sorted(m for m, _ in pairs)[len(pairs) // 2]
         fluent_seconds = sorted(f for _, f in pairs)[len(pairs) // 2]
         speedup = summary([f / m for m, f in pairs], digits=2)
@@ -69,7 +56,39 @@ def main() -> None:
         stored = len(client.get_metric_history(tracker.run_id, "module_metric"))
         expected = args.points * args.reps
         assert stored == expected, f"only {stored} of {expected} points stored"
+    return module_seconds, fluent_seconds, speedup
 
+
+def interleaved_sides(tracker, points: int, reps: int) -> list[tuple[float, float]]:
+    """(module seconds, log_metric seconds) per repetition, ``points`` points each, one run."""
+    import mlflow
+
+    offset = {"module": 0, "fluent": 0}
+
+    def module() -> float:
+        start = time.perf_counter()
+        for step in range(offset["module"], offset["module"] + points):
+            tracker.log_metrics({"module_metric": step * 0.5}, step=step)
+        tracker.flush()
+        offset["module"] += points
+        return time.perf_counter() - start
+
+    def fluent() -> float:
+        with mlflow.start_run(run_id=tracker.run_id):
+            start = time.perf_counter()
+            for step in range(offset["fluent"], offset["fluent"] + points):
+                mlflow.log_metric("fluent_metric", step * 0.5, step=step)
+            seconds = time.perf_counter() - start
+        offset["fluent"] += points
+        return seconds
+
+    return interleaved(module, fluent, reps)
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    module_seconds, fluent_seconds, speedup = measure(args)
     print(
         json.dumps(
             {

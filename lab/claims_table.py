@@ -166,7 +166,9 @@ def render(claims: list[Claim], root: Path = REPO) -> str:
 
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """One action (``--write``, ``--check``, ``--prune``, ``--suggest``, ``--add``, ``--tie``);
+    ``--add`` needs ``--split`` and ``--what``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", action="store_true", help=f"regenerate {TABLE}")
@@ -182,18 +184,49 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --add: a committed file (the notebook::<### title>)")
     parser.add_argument("--numbers", nargs="+", default=None, help="with --add: only these")
     args = parser.parse_args(argv)
+    if args.add and (not args.split or not args.what):
+        parser.error("--add needs --split and --what")
+    return args
+
+
+def add(args: argparse.Namespace) -> int:
+    """``--add``: register the file's missing numbers in one registry line; 2 on a refusal."""
+    try:
+        line = add_entry(args.add, args.split, args.what,
+                         [item.split("::", 1) for item in args.source], args.numbers,
+                         claim=args.claim)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"added {json.dumps(line, ensure_ascii=False)}; now run --write", file=sys.stderr)
+    return 0
+
+
+def write_verdict_regions() -> None:
+    """Render the verdict regions of every page that has one, in place."""
+    looks = relooks()
+    for path in pages():
+        text = path.read_text(encoding="utf-8")
+        rendered = render_verdicts(text, REPO, looks) if VERDICT_REGION.search(text) else text
+        if rendered != text:
+            path.write_text(rendered, encoding="utf-8")
+            print(f"rendered the verdict regions of {path.relative_to(REPO)}",
+                  file=sys.stderr)
+
+
+def write_table(claims: list[Claim]) -> None:
+    """Regenerate the table, atomically."""
+    path = REPO / TABLE
+    temp = path.with_suffix(".md.tmp")
+    temp.write_text(render(claims), encoding="utf-8")
+    temp.replace(path)
+    print(f"wrote {TABLE}: {len(claims)} claims", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.add:
-        if not args.split or not args.what:
-            parser.error("--add needs --split and --what")
-        try:
-            line = add_entry(args.add, args.split, args.what,
-                             [item.split("::", 1) for item in args.source], args.numbers,
-                             claim=args.claim)
-        except ValueError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        print(f"added {json.dumps(line, ensure_ascii=False)}; now run --write", file=sys.stderr)
-        return 0
+        return add(args)
     try:
         if args.tie:
             print(f"re-tied {tie(args.tie)} quotes of {args.tie}; now run --write",
@@ -210,21 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         print(suggest(args.suggest, claims))
         return 0
     if args.write:
-        looks = relooks()
-        for path in pages():
-            text = path.read_text(encoding="utf-8")
-            rendered = render_verdicts(text, REPO, looks) if VERDICT_REGION.search(text) else text
-            if rendered != text:
-                path.write_text(rendered, encoding="utf-8")
-                print(f"rendered the verdict regions of {path.relative_to(REPO)}",
-                      file=sys.stderr)
+        write_verdict_regions()
     missed = missing(claims)
     if args.write:
-        path = REPO / TABLE
-        temp = path.with_suffix(".md.tmp")
-        temp.write_text(render(claims), encoding="utf-8")
-        temp.replace(path)
-        print(f"wrote {TABLE}: {len(claims)} claims", file=sys.stderr)
+        write_table(claims)
     stale = (REPO / TABLE).read_text(encoding="utf-8") != render(claims) if (
         REPO / TABLE).exists() else True
     if missed or (args.check and stale):

@@ -123,26 +123,8 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet
 
     settings = arm_settings(args, "grpo")
     model, tokenizer = load_causal_lm(args.model)
-    by_question = {getattr(task, "question", ""): task for task in train_tasks}
-
-    def format_rule(prompts, completions, question, **_):
-        tasks = [by_question[q] for q in question]
-        responses = [solve_response(solve_messages(task), text)
-                     for task, text in zip(tasks, completions, strict=True)]
-        checks = check_solutions(tasks, responses, executor)
-        return [format_rule_reward(well_formed=c.well_formed, passed=c.correct, role_reward=1.0)
-                for c in checks]
-
-    if rewards is not None:
-        rows = [{"prompt": task.prompt, **task.columns}
-                for task in training_schedule(train_tasks, args)]
-        reward_funcs = [function.fn for function in rewards.functions]
-        weights = [function.weight for function in rewards.functions]
-    else:
-        rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
-                for task in training_schedule(train_tasks, args)]
-        reward_funcs, weights = [format_rule], None
-
+    rows, reward_funcs, weights = grpo_rows_and_rewards(args, train_tasks, tokenizer, rewards,
+                                                        executor)
     evaluations, marks = [], []
 
     class Evaluate(TrainerCallback):
@@ -178,6 +160,35 @@ def run_grpo(args, train_tasks, heldout: HeldOut, base: dict, rewards: RewardSet
         with contextlib.redirect_stdout(sys.stderr):
             trainer.train()
     return {"evaluations": evaluations, "step_s": marks}
+
+
+def grpo_rows_and_rewards(args, train_tasks, tokenizer, rewards: RewardSet | None,
+                          executor) -> tuple[list[dict], list, list[float] | None]:
+    """GRPO's scheduled rows, reward functions and their weights (``None``: TRL's equal ones).
+
+    With ``rewards`` (``--dataset``): the rows' conversational prompts and columns, and the
+    ``--reward`` functions as weighted; else the rendered edge-math prompts and the format rule.
+    """
+    by_question = {getattr(task, "question", ""): task for task in train_tasks}
+
+    def format_rule(prompts, completions, question, **_):
+        tasks = [by_question[q] for q in question]
+        responses = [solve_response(solve_messages(task), text)
+                     for task, text in zip(tasks, completions, strict=True)]
+        checks = check_solutions(tasks, responses, executor)
+        return [format_rule_reward(well_formed=c.well_formed, passed=c.correct, role_reward=1.0)
+                for c in checks]
+
+    if rewards is not None:
+        rows = [{"prompt": task.prompt, **task.columns}
+                for task in training_schedule(train_tasks, args)]
+        reward_funcs = [function.fn for function in rewards.functions]
+        weights = [function.weight for function in rewards.functions]
+    else:
+        rows = [{"prompt": prompt_text(tokenizer, task), "question": task.question}
+                for task in training_schedule(train_tasks, args)]
+        reward_funcs, weights = [format_rule], None
+    return rows, reward_funcs, weights
 
 
 def prompt_text(tokenizer, task: MathTask) -> str:

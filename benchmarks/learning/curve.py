@@ -55,7 +55,7 @@ from benchmarks.vllm_cpu import VENV_PYTHON  # noqa: E402
 from crsp_ops.atomic_io import atomic_write_json  # noqa: E402
 from crsp_ops.config import ConfigError  # noqa: E402
 from crsp_ops.crsp.rewards.functions import load_reward_function  # noqa: E402
-from crsp_ops.crsp.rewards.solve import builtin_solve_rewards  # noqa: E402
+from crsp_ops.crsp.rewards.solve import RewardSet, builtin_solve_rewards  # noqa: E402
 from crsp_ops.crsp.tasks.edge import edge_math_tasks  # noqa: E402
 from crsp_ops.crsp.trainer.learning_curve import save_curve_figure  # noqa: E402
 from crsp_ops.crsp.trainer.options import make_executor  # noqa: E402
@@ -65,7 +65,8 @@ from crsp_ops.errors import DataError  # noqa: E402
 from crsp_ops.models.loading import load_causal_lm  # noqa: E402
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def arguments() -> argparse.ArgumentParser:
+    """The command line's options (``parse_args`` checks how they combine)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="HF model dir (or a model_ref.json dir)")
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=["crsp", "grpo"])
@@ -118,6 +119,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--split", choices=tuple(LEARNING_CURVE), default=None,
                         help="take --seed (task schedule, held-out set) from the split; "
                              "--sampling-seed must then be one of the split's")
+    return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = arguments()
     args = parser.parse_args(argv)
     if args.dataset and not (args.eval_dataset and args.reward):
         parser.error("--dataset needs --eval-dataset and at least one --reward")
@@ -155,16 +161,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.trainer_threads)
     settings = arm_settings(args, "crsp")
     executor = make_executor(settings.crsp)
-    rewards = None  # edge math: CRSP's own solve reward; --dataset: the --reward functions
-    if args.dataset:
-        task = tasks_from_rows(
-            load_prompt_rows(args.dataset), load_prompt_rows(args.eval_dataset),
-            [load_reward_function(spec, Path.cwd()) for spec in args.reward],
-            settings.train, args.seed)
-        train_tasks, heldout_tasks, rewards = task.train, task.heldout[: args.heldout], \
-            task.rewards
-    else:
-        train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
+    train_tasks, heldout_tasks, rewards = curve_tasks(args, settings)
     journal = None
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -188,6 +185,29 @@ def run(args: argparse.Namespace) -> int:
             results[arm]["wall_s"] = round(time.perf_counter() - arm_started, 1)
     finally:
         executor.close()
+    report = curve_report(args, results, heldout_tasks, train_tasks, started)
+    if args.out:
+        save_outputs(args, report, results)
+    print(json.dumps(report))
+    return 0
+
+
+def curve_tasks(args: argparse.Namespace, settings) -> tuple[list, list, RewardSet | None]:
+    """Train and held-out tasks, and the rewards: the ``--dataset`` rows scored by the
+    ``--reward`` functions, or the edge math tasks (``None``: CRSP's own solve reward)."""
+    if args.dataset:
+        task = tasks_from_rows(
+            load_prompt_rows(args.dataset), load_prompt_rows(args.eval_dataset),
+            [load_reward_function(spec, Path.cwd()) for spec in args.reward],
+            settings.train, args.seed)
+        return task.train, task.heldout[: args.heldout], task.rewards
+    train_tasks, heldout_tasks = edge_math_tasks(settings.crsp)
+    return train_tasks, heldout_tasks, None
+
+
+def curve_report(args: argparse.Namespace, results: dict, heldout_tasks: list, train_tasks: list,
+                 started: float) -> dict:
+    """The JSON line: the options, each arm's curve summary, crsp - grpo at the last point."""
     report = {"benchmark": "learning_curve", "model": str(args.model),
               **{k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
                  if k not in ("model", "out", "overrides")},
@@ -200,16 +220,17 @@ def run(args: argparse.Namespace) -> int:
         report["crsp_minus_grpo_last"] = paired(grpo_last["correct"], crsp_last["correct"])
         report["crsp_minus_grpo_last_reward"] = paired(grpo_last["reward"], crsp_last["reward"])
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(args.out / "learning_curve.json", report)
-        save_curve_figure({arm: [e["point"] for e in r["evaluations"]]
-                           for arm, r in results.items()}, args.out / "learning_curve.png",
-                          title=f"{Path(args.model).name}: "
-                                f"{args.dataset.name if args.dataset else 'edge math'}"
-                                f"{'' if args.dataset else f' (difficulty {args.difficulty})'}, "
-                                f"{args.tasks_per_step} prompts x "
-                                f"{args.samples} samples per step, lr {args.learning_rate}")
-    print(json.dumps(report))
-    return 0
+    return report
 
+
+def save_outputs(args: argparse.Namespace, report: dict, results: dict) -> None:
+    """``--out``'s learning_curve.json and the figure of every arm's curve."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(args.out / "learning_curve.json", report)
+    save_curve_figure({arm: [e["point"] for e in r["evaluations"]]
+                       for arm, r in results.items()}, args.out / "learning_curve.png",
+                      title=f"{Path(args.model).name}: "
+                            f"{args.dataset.name if args.dataset else 'edge math'}"
+                            f"{'' if args.dataset else f' (difficulty {args.difficulty})'}, "
+                            f"{args.tasks_per_step} prompts x "
+                            f"{args.samples} samples per step, lr {args.learning_rate}")

@@ -182,24 +182,52 @@ def _rss_bytes() -> int:
 def run_mode(args) -> dict:
     """One mode in this process: build, one update, peak memory and time."""
     baseline = _rss_bytes()
-    import numpy as np
+    # every import here, before the second reading: libraries are not the mode's cost (the
+    # helpers below import again, from the module cache)
+    import numpy as np  # noqa: F401
+    import torch
+    from accelerate import Accelerator  # noqa: F401
+    from transformers import AutoModelForCausalLM, LlamaConfig  # noqa: F401
+
+    from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy  # noqa: F401
+    from crsp_ops.crsp.policy.precision import training_precision, weights_dtype
+    from crsp_ops.crsp.rl.algorithms import get_algorithm  # noqa: F401
+    from crsp_ops.crsp.rl.update import UpdateOptions, policy_update  # noqa: F401
+    from crsp_ops.inference.rollouts import Rollout, TrainingBatch  # noqa: F401
+
+    torch.set_num_threads(args.threads)
+    baseline = max(baseline, _rss_bytes())  # after imports: libraries are not the mode's cost
+    torch.manual_seed(0)
+    precision = training_precision("bf16" if args.mode == "lora+bf16" else "auto", args.device,
+                                   lora=args.mode.startswith("lora"),
+                                   mixed_precision="bf16" if args.dtype == "bf16" else "no")
+    model, optimizer, accelerator, (trainable, total) = _policy_and_optimizer(args, precision)
+    batch = _random_batch(args)
+    options = _update_options()
+    if args.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        baseline = 0
+    times, losses, metrics = _timed_updates(args, model, optimizer, accelerator, batch, options)
+    peak = torch.cuda.max_memory_allocated() if args.device == "cuda" else \
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline  # KiB on Linux
+    predicted = _predicted(args, precision, trainable=trainable, total=total)
+    return {"mode": args.mode, "peak_bytes": int(peak), "step_s": round(times[-1], 3),
+            "first_step_s": round(times[0], 3), "loss": losses[0], "losses": losses,
+            "grad_norm": metrics["grad_norm"],
+            "trainable_params": trainable, "total_params": total,
+            "weights_dtype": weights_dtype(model), "mixed_precision": precision.mixed_precision,
+            "predicted_bytes": predicted["total"], "predicted_parts": predicted}
+
+
+def _policy_and_optimizer(args, precision):
+    """The mode's policy (random weights, seeded), AdamW, both prepared; its parameter counts."""
     import torch
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM, LlamaConfig
 
     from crsp_ops.crsp.policy.peft_setup import parameter_counts, prepare_policy
-    from crsp_ops.crsp.policy.precision import training_precision, weights_dtype
-    from crsp_ops.crsp.rl.algorithms import get_algorithm
-    from crsp_ops.crsp.rl.update import UpdateOptions, policy_update
-    from crsp_ops.inference.rollouts import Rollout, TrainingBatch
 
-    torch.set_num_threads(args.threads)
-    baseline = max(baseline, _rss_bytes())  # after imports: libraries are not the mode's cost
-    torch.manual_seed(0)
     lora = args.mode.startswith("lora")
-    precision = training_precision("bf16" if args.mode == "lora+bf16" else "auto", args.device,
-                                   lora=lora, mixed_precision="bf16" if args.dtype == "bf16"
-                                   else "no")
     # built in its dtype, as from_pretrained(dtype=...) loads it: no fp32 copy in the peak
     model = AutoModelForCausalLM.from_config(
         LlamaConfig(**SHAPES[args.shape], max_position_embeddings=8192),
@@ -209,11 +237,20 @@ def run_mode(args) -> dict:
         lora_dropout=0.0, lora_target_modules=("all-linear",),
         gradient_checkpointing=args.mode.endswith("+ckpt"))
     model = prepare_policy(model, settings)
-    trainable, total = parameter_counts(model)
+    counts = parameter_counts(model)
     accelerator = Accelerator(cpu=args.device == "cpu", mixed_precision=precision.mixed_precision)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     model, optimizer = accelerator.prepare(model, optimizer)
     model.train()
+    return model, optimizer, accelerator, counts
+
+
+def _random_batch(args):
+    """``--rows`` rollouts of random tokens (seed 0) with a uniform sampler's log-probs."""
+    import numpy as np
+
+    from crsp_ops.inference.rollouts import Rollout, TrainingBatch
+
     rng = np.random.default_rng(0)
     vocab = SHAPES[args.shape]["vocab_size"]
     rows = [Rollout(env_name="solve/math", env_example_id=str(i),
@@ -222,14 +259,27 @@ def run_mode(args) -> dict:
                     response_logprobs=np.full(args.completion, -np.log(vocab)),
                     token_rewards=np.zeros(args.completion), episode_reward=float(i % 2),
                     logprob_semantics="raw") for i in range(args.rows)]
-    batch = TrainingBatch.from_rollouts(rows, pad_token_id=0)
+    return TrainingBatch.from_rollouts(rows, pad_token_id=0)
+
+
+def _update_options():
+    """TR-RPG, one micro-batch per row, one epoch."""
+    from crsp_ops.crsp.rl.algorithms import get_algorithm
+    from crsp_ops.crsp.rl.update import UpdateOptions
+
     # behaviour log-probs of a uniform sampler: the loss (and its gradient) depend on the model
-    options = UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.05},
-                            log_ratio_clamp=10.0, ratio_clip=None, advantage_eps=1e-6,
-                            micro_batch_size=1, update_epochs=1, max_grad_norm=1.0)
-    if args.device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-        baseline = 0
+    return UpdateOptions(algorithm=get_algorithm("trrpg"), betas={"solve": 0.05},
+                         log_ratio_clamp=10.0, ratio_clip=None, advantage_eps=1e-6,
+                         micro_batch_size=1, update_epochs=1, max_grad_norm=1.0)
+
+
+def _timed_updates(args, model, optimizer, accelerator, batch,
+                   options) -> tuple[list, list, dict]:
+    """``--updates`` updates on the batch: their seconds, losses, and the last one's metrics."""
+    import torch
+
+    from crsp_ops.crsp.rl.update import policy_update
+
     times, losses = [], []
     for _ in range(args.updates):  # from the second on, AdamW's state is alive throughout
         started = time.perf_counter()
@@ -239,23 +289,23 @@ def run_mode(args) -> dict:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - started)
         losses.append(metrics["loss"])
-    peak = torch.cuda.max_memory_allocated() if args.device == "cuda" else \
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - baseline  # KiB on Linux
+    return times, losses, metrics
+
+
+def _predicted(args, precision, *, trainable: int, total: int) -> dict:
+    """``memory_formula``'s estimate for this shape and mode (a bf16 base: 2 bytes a value)."""
+    import torch
+
     shape = SHAPES[args.shape]
     half = 2 if precision.load_dtype in (torch.bfloat16, torch.float16) else 4
-    predicted = memory_formula(
+    return memory_formula(
         params=total, trainable=trainable, weight_bytes=half, activation_bytes=half,
         layers=shape["num_hidden_layers"], hidden=shape["hidden_size"],
         intermediate=shape["intermediate_size"],
         kv_hidden=shape["hidden_size"] * shape["num_key_value_heads"]
-        // shape["num_attention_heads"], vocab=vocab, tokens=args.prompt + args.completion,
-        response_tokens=args.completion, checkpointing=args.mode.endswith("+ckpt"))
-    return {"mode": args.mode, "peak_bytes": int(peak), "step_s": round(times[-1], 3),
-            "first_step_s": round(times[0], 3), "loss": losses[0], "losses": losses,
-            "grad_norm": metrics["grad_norm"],
-            "trainable_params": trainable, "total_params": total,
-            "weights_dtype": weights_dtype(model), "mixed_precision": precision.mixed_precision,
-            "predicted_bytes": predicted["total"], "predicted_parts": predicted}
+        // shape["num_attention_heads"], vocab=shape["vocab_size"],
+        tokens=args.prompt + args.completion, response_tokens=args.completion,
+        checkpointing=args.mode.endswith("+ckpt"))
 
 
 def spawn(args, mode: str, *, mmap: bool) -> dict:

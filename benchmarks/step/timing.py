@@ -118,7 +118,34 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
         steps.append({"completion_tokens": float(sum(len(ids) for ids in completion_ids))})
         return [len(ids) / max_len for ids in completion_ids]
 
-    class TimedGRPO(GRPOTrainer):
+    timed_grpo = _timed_grpo_class(GRPOTrainer, args, tokenizer, generation_marks)
+    clock = _step_clock(TrainerCallback)
+    rows = [{"prompt": solve_messages(task)} for task in tasks] * (args.steps + 1)
+    with tempfile.TemporaryDirectory() as out:
+        config = grpo_config(
+            out, samples=train.solver_samples, sequences=sequences, micro=micro,
+            max_new_tokens=max_len, temperature=train.temperature, seed=settings.crsp.seed,
+            device=args.device, mixed_precision=args.mixed_precision,
+            learning_rate=train.learning_rate, weight_decay=train.weight_decay,
+            max_grad_norm=train.max_grad_norm, max_steps=args.steps + 1)
+        trainer = timed_grpo(model=model, reward_funcs=length_reward, args=config,
+                             processing_class=tokenizer, callbacks=[clock],
+                             train_dataset=Dataset.from_list(rows))
+        with contextlib.redirect_stdout(sys.stderr):  # keep stdout to the one JSON line
+            trainer.train()
+    for index, step in enumerate(steps):
+        begin, end = clock.marks[2 * index], clock.marks[2 * index + 1]
+        step.update(step_s=end - begin, generation_s=generation_marks[index],
+                    update_s=end - begin - generation_marks[index], sequences=float(sequences),
+                    trained_tokens=step["completion_tokens"])
+    return {"steps": steps[1:], "micro_batch": micro}
+
+
+def _timed_grpo_class(grpo_trainer: type, args, tokenizer, generation_marks: list[float]) -> type:
+    """``GRPOTrainer`` timing each generation into ``generation_marks`` (``--full-length``: it
+    stops on the pad id only)."""
+
+    class TimedGRPO(grpo_trainer):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             if args.full_length:  # generation stops, and the completion mask ends, at pad only
@@ -132,7 +159,13 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
             generation_marks.append(time.perf_counter() - start)
             return out
 
-    class StepClock(TrainerCallback):
+    return TimedGRPO
+
+
+def _step_clock(trainer_callback: type):
+    """A callback whose ``marks`` are every step's begin and end times, in turn."""
+
+    class StepClock(trainer_callback):
         marks: list[float] = []
 
         def on_step_begin(self, *_, **__):
@@ -141,26 +174,7 @@ def run_grpo(args, settings, model, tokenizer) -> dict:
         def on_step_end(self, *_, **__):
             self.marks.append(time.perf_counter())
 
-    clock = StepClock()
-    rows = [{"prompt": solve_messages(task)} for task in tasks] * (args.steps + 1)
-    with tempfile.TemporaryDirectory() as out:
-        config = grpo_config(
-            out, samples=train.solver_samples, sequences=sequences, micro=micro,
-            max_new_tokens=max_len, temperature=train.temperature, seed=settings.crsp.seed,
-            device=args.device, mixed_precision=args.mixed_precision,
-            learning_rate=train.learning_rate, weight_decay=train.weight_decay,
-            max_grad_norm=train.max_grad_norm, max_steps=args.steps + 1)
-        trainer = TimedGRPO(model=model, reward_funcs=length_reward, args=config,
-                            processing_class=tokenizer, callbacks=[clock],
-                            train_dataset=Dataset.from_list(rows))
-        with contextlib.redirect_stdout(sys.stderr):  # keep stdout to the one JSON line
-            trainer.train()
-    for index, step in enumerate(steps):
-        begin, end = clock.marks[2 * index], clock.marks[2 * index + 1]
-        step.update(step_s=end - begin, generation_s=generation_marks[index],
-                    update_s=end - begin - generation_marks[index], sequences=float(sequences),
-                    trained_tokens=step["completion_tokens"])
-    return {"steps": steps[1:], "micro_batch": micro}
+    return StepClock()
 
 
 def run_side(args) -> None:
@@ -231,16 +245,25 @@ def main(argv=None) -> int:
     for rep in range(args.reps):
         order = sides[rep % len(sides):] + sides[:rep % len(sides)]  # each side each place
         runs.append({side: spawn(args, side) for side in order})
+    print(json.dumps(comparison(args, runs)))
+    return 0
+
+
+def ratios(key: str, numerator: list[dict], denominator: list[dict]) -> dict:
+    """Per repetition, ``numerator``'s median ``key`` over ``denominator``'s: paired summary."""
+    pairs = zip(numerator, denominator, strict=True)
+    return summary([median_of(c, key) / median_of(g, key) for c, g in pairs], digits=3)
+
+
+def med(results: list[dict], fn, digits=3):
+    """The median of ``fn`` over the repetitions' results, rounded."""
+    return round(statistics.median(fn(r) for r in results), digits)
+
+
+def comparison(args, runs: list[dict]) -> dict:
+    """The JSON line: CRSP beside GRPO (and the baseline and colocated sides when they ran)."""
     crsp = [r["crsp"] for r in runs]
     grpo = [r["grpo"] for r in runs]
-
-    def ratios(key: str, numerator=crsp, denominator=grpo) -> dict:
-        pairs = zip(numerator, denominator, strict=True)
-        return summary([median_of(c, key) / median_of(g, key) for c, g in pairs], digits=3)
-
-    def med(results, fn, digits=3):
-        return round(statistics.median(fn(r) for r in results), digits)
-
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip()
     result = {
@@ -259,7 +282,7 @@ def main(argv=None) -> int:
         "grpo_step_s": med(grpo, lambda r: median_of(r, "step_s")),
         "crsp_update_s": med(crsp, lambda r: median_of(r, "update_s")),
         "grpo_update_s": med(grpo, lambda r: median_of(r, "update_s")),
-        "step_ratio": ratios("step_s"), "update_ratio": ratios("update_s"),
+        "step_ratio": ratios("step_s", crsp, grpo), "update_ratio": ratios("update_s", crsp, grpo),
         "crsp_tokens_per_s": med(crsp, tokens_per_s, 1),
         "grpo_tokens_per_s": med(grpo, tokens_per_s, 1),
         "crsp_peak_memory_gb": med(crsp, lambda r: r["peak_memory_gb"]),
@@ -267,30 +290,39 @@ def main(argv=None) -> int:
         "peak_memory": "max_memory_allocated" if args.device == "cuda" else "ru_maxrss",
     }
     if args.baseline_src:
-        before = [r["crsp_before"] for r in runs]
-        result.update({
-            "baseline_src": args.baseline_src,
-            "crsp_before_step_s": med(before, lambda r: median_of(r, "step_s")),
-            "crsp_before_update_s": med(before, lambda r: median_of(r, "update_s")),
-            "step_ratio_before": ratios("step_s", before),
-            "update_ratio_before": ratios("update_s", before),
-            "update_after_vs_before": ratios("update_s", crsp, before),
-            "crsp_before_peak_memory_gb": med(before, lambda r: r["peak_memory_gb"])})
+        result.update(baseline_comparison(args, runs, crsp, grpo))
     if args.colocated_python:
-        colocated = [r["crsp_colocated"] for r in runs]
-        result.update({
-            "colocated_step_s": med(colocated, lambda r: median_of(r, "step_s")),
-            "colocated_generation_s": med(colocated, lambda r: median_of(r, "generation_s")),
-            "in_process_generation_s": med(crsp, lambda r: median_of(r, "generation_s")),
-            "colocated_completion_tokens_per_step": med(
-                colocated, lambda r: median_of(r, "completion_tokens")),
-            "colocated_startup_s": med(colocated, lambda r: r["build_s"], 1),
-            "in_process_startup_s": med(crsp, lambda r: r["build_s"], 1),
-            "colocated_vs_in_process": {
-                "generation": ratios("generation_s", colocated, crsp),
-                "step": ratios("step_s", colocated, crsp),
-                "tokens_per_s": summary([tokens_per_s(c) / tokens_per_s(i)
-                                         for c, i in zip(colocated, crsp, strict=True)],
-                                        digits=3)}})
-    print(json.dumps(result))
-    return 0
+        result.update(colocated_comparison(runs, crsp))
+    return result
+
+
+def baseline_comparison(args, runs: list[dict], crsp: list[dict], grpo: list[dict]) -> dict:
+    """``--baseline-src``'s keys: CRSP before the change beside GRPO and beside CRSP after."""
+    before = [r["crsp_before"] for r in runs]
+    return {
+        "baseline_src": args.baseline_src,
+        "crsp_before_step_s": med(before, lambda r: median_of(r, "step_s")),
+        "crsp_before_update_s": med(before, lambda r: median_of(r, "update_s")),
+        "step_ratio_before": ratios("step_s", before, grpo),
+        "update_ratio_before": ratios("update_s", before, grpo),
+        "update_after_vs_before": ratios("update_s", crsp, before),
+        "crsp_before_peak_memory_gb": med(before, lambda r: r["peak_memory_gb"])}
+
+
+def colocated_comparison(runs: list[dict], crsp: list[dict]) -> dict:
+    """``--colocated-python``'s keys: the colocated engine's side beside the in-process one."""
+    colocated = [r["crsp_colocated"] for r in runs]
+    return {
+        "colocated_step_s": med(colocated, lambda r: median_of(r, "step_s")),
+        "colocated_generation_s": med(colocated, lambda r: median_of(r, "generation_s")),
+        "in_process_generation_s": med(crsp, lambda r: median_of(r, "generation_s")),
+        "colocated_completion_tokens_per_step": med(
+            colocated, lambda r: median_of(r, "completion_tokens")),
+        "colocated_startup_s": med(colocated, lambda r: r["build_s"], 1),
+        "in_process_startup_s": med(crsp, lambda r: r["build_s"], 1),
+        "colocated_vs_in_process": {
+            "generation": ratios("generation_s", colocated, crsp),
+            "step": ratios("step_s", colocated, crsp),
+            "tokens_per_s": summary([tokens_per_s(c) / tokens_per_s(i)
+                                     for c, i in zip(colocated, crsp, strict=True)],
+                                    digits=3)}}

@@ -27,26 +27,36 @@ from benchmarks.trl_grpo import grpo_config
 REPO = Path(__file__).resolve().parents[2]
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--prompts", type=int, default=48)
     parser.add_argument("--samples", type=int, default=8)
-    args = parser.parse_args(argv)
-    from datasets import Dataset
-    from trl import GRPOTrainer
+    return parser.parse_args(argv)
 
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     from crsp_ops.crsp.rewards.functions import load_reward_function
     from crsp_ops.data.prompt_dataset import load_prompt_rows
-    from crsp_ops.evaluation.bootstrap import bootstrap_interval
-    from crsp_ops.inference.completions import SamplingParams
-    from crsp_ops.inference.transformers_backend import TransformersBackend
     from crsp_ops.models.loading import load_causal_lm
 
     reward = load_reward_function("examples/json_extraction/reward.py:json_fields", REPO).fn
     rows = load_prompt_rows(REPO / "examples/json_extraction/train.jsonl").rows[:args.prompts]
     model, tokenizer = load_causal_lm(args.model, dtype=torch.float32)
-    g, sides = args.samples, {}
+    g = args.samples
+    sides = {"trl": trl_samples(model, tokenizer, rows, reward, g),
+             "crsp": crsp_samples(model, tokenizer, rows, reward, g)}
+    print(json.dumps(parity(args.model, rows, g, sides)))
+    return 0
+
+
+def trl_samples(model, tokenizer, rows: list[dict], reward, g: int) -> tuple[list, list]:
+    """TRL's step-0 samples (``_generate_and_score_completions``, no training step): their
+    rewards and completion lengths, ``g`` per prompt, four prompts a batch, seed 1."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
     seen: list[float] = []
 
     def scored(prompts, completions, **columns):
@@ -66,7 +76,14 @@ def main(argv=None) -> int:
                 batch = [row for row in rows[start:start + 4] for _ in range(g)]
                 out_ = trainer._generate_and_score_completions(batch)
                 lengths += out_["completion_mask"].sum(1).tolist()
-    sides["trl"] = (seen, lengths)
+    return seen, lengths
+
+
+def crsp_samples(model, tokenizer, rows: list[dict], reward, g: int) -> tuple[list, list]:
+    """CRSP's in-process samples (``TransformersBackend.generate``) of the same prompts, seed 2."""
+    from crsp_ops.inference.completions import SamplingParams
+    from crsp_ops.inference.transformers_backend import TransformersBackend
+
     backend = TransformersBackend(model, tokenizer, device="cpu", batch_size=4 * g,
                                   logprob_semantics="raw")
     params = SamplingParams(max_new_tokens=48, temperature=0.7, top_p=1.0)
@@ -79,8 +96,15 @@ def main(argv=None) -> int:
                          [[{"role": "assistant", "content": c.text}] for c in completions],
                          name=[row["name"] for row in batch], city=[row["city"] for row in batch])
         lengths += [len(c.token_ids) for c in completions]
-    sides["crsp"] = (values, lengths)
-    result = {"benchmark": "sampler_parity", "model": args.model, "prompts": len(rows),
+    return values, lengths
+
+
+def parity(model: str, rows: list[dict], g: int, sides: dict) -> dict:
+    """The JSON line: each side's reward, success, length and share at the budget, and CRSP − TRL
+    mean reward per prompt with a bootstrap interval over prompts."""
+    from crsp_ops.evaluation.bootstrap import bootstrap_interval
+
+    result = {"benchmark": "sampler_parity", "model": model, "prompts": len(rows),
               "samples": g}
     for side, (rewards, lengths) in sides.items():
         rewards, lengths = np.array(rewards), np.array(lengths)
@@ -93,8 +117,7 @@ def main(argv=None) -> int:
     low, high = bootstrap_interval(diff)
     result["crsp_minus_trl_reward"] = {"diff": round(float(diff.mean()), 4),
                                        "ci95": [round(float(low), 4), round(float(high), 4)]}
-    print(json.dumps(result))
-    return 0
+    return result
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 from evolve_testkit import fake_evaluate
 
-from benchmarks.evolve_heldout import report, run_arms
+from benchmarks.evolve_heldout import run_arms
+from benchmarks.evolve_heldout_report import report
 from crsp_ops.config import load_settings
 from crsp_ops.evaluation.minibatch_grading import grading_from_settings
 from crsp_ops.evolve.loop import LoopConfig
