@@ -160,7 +160,7 @@ PRESETS = {name: preset for name, preset in _PRESETS.items() if tool_exists(name
 # Modules in benchmarks/ that are libraries or tools, not benchmarks.
 NOT_BENCHMARKS = frozenset({"__init__", "paired", "model_shapes", "splits", "presets",
                             "bench_all", "modes", "provenance", "vllm_cpu", "trl_grpo",
-                            "cpu_trainer"})
+                            "cpu_trainer", "evolve_heldout_report"})
 
 
 def expand(args: tuple[str, ...], **values: str) -> list[str]:
