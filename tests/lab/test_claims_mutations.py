@@ -92,7 +92,7 @@ def test_a_positive_values_sign_flipped_with_its_entry_fails(copy):
     assert any("not found in its sources" in f and "-0.294" in f for f in failures(copy))
 
 
-@pytest.mark.parametrize("old, new", [("CRSP ahead of GRPO", "CRSP behind GRPO"),
+@pytest.mark.parametrize("old, new", [("CRSP not separated from GRPO", "CRSP level with GRPO"),
                                       ("offline behind TPE", "offline ahead of TPE")])
 def test_a_verdict_word_changed_fails(copy, old, new):
     page = "README.md" if "CRSP" in old else "docs/evolve.md"
