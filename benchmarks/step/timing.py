@@ -166,7 +166,9 @@ def _step_clock(trainer_callback: type):
     """A callback whose ``marks`` are every step's begin and end times, in turn."""
 
     class StepClock(trainer_callback):
-        marks: list[float] = []
+        def __init__(self):
+            super().__init__()
+            self.marks: list[float] = []
 
         def on_step_begin(self, *_, **__):
             self.marks.append(time.perf_counter())
