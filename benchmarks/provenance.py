@@ -15,6 +15,9 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Commits are shown by their first 7 hex digits, cut from the full hash: git's own short form
+# grows with the object count, so it would differ between a clone and a long-lived checkout.
+SHORT = 7
 
 
 def _git(root: Path, *args: str, text: bool = True) -> subprocess.CompletedProcess | None:
@@ -66,7 +69,7 @@ def line_commits(path: Path, root: Path = REPO) -> list[str]:
     commits = []
     for line in out.stdout.splitlines():
         sha = line.split(" ", 1)[0].lstrip("^")
-        commits.append("" if set(sha) == {"0"} else sha[:7])
+        commits.append("" if set(sha) == {"0"} else sha[:SHORT])
     return commits
 
 
@@ -82,10 +85,10 @@ def is_ancestor(first: str, second: str, root: Path = REPO) -> bool | None:
 def added(path: Path, root: Path = REPO) -> tuple[str, str, str]:
     """(short commit, date, ISO time) of the commit that added ``path``, followed through
     renames (the lab's move kept each declaration's commit); empty outside git."""
-    out = _git(root, "log", "--follow", "--diff-filter=A", "--format=%h %ad %cI",
+    out = _git(root, "log", "--follow", "--diff-filter=A", "--format=%H %ad %cI",
                "--date=short", "--", str(path))
     words = out.stdout.split() if out is not None else []
-    return (words[-3], words[-2], words[-1]) if len(words) >= 3 else ("", "", "")
+    return (words[-3][:SHORT], words[-2], words[-1]) if len(words) >= 3 else ("", "", "")
 
 
 def committed_at(commit: str, root: Path = REPO) -> str:

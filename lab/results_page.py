@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from benchmarks.provenance import is_ancestor, line_commits
+from benchmarks.provenance import SHORT, is_ancestor, line_commits
 from lab.registry import (
     CLAIMS_DIR,
     OUTCOMES,
@@ -141,7 +141,7 @@ def result_commits(lines: list[dict], path: Path, root: Path) -> list[str]:
     """The commit of each result line: the commit it ran at (its own ``commit`` field, written
     ``@<commit>``), else the commit that added it (``git blame``); ``""``: not committed."""
     added = line_commits(path.relative_to(root), root) if lines else []
-    return [f"@{str(line['commit'])[:7]}" if line.get("commit") else
+    return [f"@{str(line['commit'])[:SHORT]}" if line.get("commit") else
             (added[i] if i < len(added) else "") for i, line in enumerate(lines)]
 
 
