@@ -43,7 +43,8 @@ Verdict words come from ``lab/verdicts.py`` (one rule), rendered by ``--write`` 
 checked; on ``HEADLINES`` pages a verdict word outside a region on a result line fails, and a
 re-look's line must say "re-look" (``relooks``: an earlier claim asked the same question of
 the same test files, by hash). The outcome prose of ``outcomes.jsonl`` is checked against its
-claim's result line (``check_outcomes``).
+claim's result line (``check_outcomes``). A setting entry's ``settings`` bind its quotes to
+the code's values (``lab/settings_values.py``), every setting quote of the design notes bound.
 
 What counts as a number (``numbers_in``): a decimal (``0.499``, ``31.9``) or a percentage
 (``26%``, ``0.3%``), thousands separators aside, in the prose. Not counted: integers (counts,
@@ -54,7 +55,8 @@ URLs, version-like ``x.y.z``, and a decimal glued to a letter or hyphen (``Qwen2
 The code, by job: ``registry.py`` (the registry and the records it reads),
 ``quoted_numbers.py`` (what a number is, where a quote sits, when it matches), ``places.py``
 (quotes tied both ways), ``verdict_regions.py`` (verdict words and outcome prose),
-``registry_edit.py`` (``--add``, ``--tie``, ``--prune``, ``--suggest``); this module renders
+``registry_edit.py`` (``--add``, ``--tie``, ``--prune``, ``--suggest``), ``settings_values.py``
+(settings against the code); this module renders
 the table and runs the checks.
 
     python -m lab.claims_table --write     # regenerate lab/CLAIMS.md

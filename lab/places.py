@@ -6,6 +6,7 @@ from pathlib import Path
 
 from lab.quoted_numbers import disordered, labels, quotes_in
 from lab.registry import REGISTRY, REPO, Claim, declared, pages
+from lab.settings_values import check_settings
 from lab.verdict_regions import check_outcomes, check_verdicts
 
 
@@ -26,7 +27,6 @@ def quoted(root: Path = REPO) -> list[tuple[str, int, str, str, str]]:
 def accepts(claim: Claim, label: str) -> bool:
     """Whether ``claim`` may be the source of a number quoted under ``label``."""
     if label:  # a result's line: "not a claim" is refused there
-
         return claim.split == "test" and claim.claim == label
     return claim.split != "test"
 
@@ -89,13 +89,13 @@ def unquoted(claims: list[Claim], used: set) -> list[tuple[Claim, str]]:
 
 def missing(claims: list[Claim], root: Path = REPO) -> list[str]:
     """Every failure of the places check, both ways (a quoted number without its source,
-    label and place; a registered number nothing quotes), of the verdict regions and of the
-    outcome prose."""
+    label and place; a registered number nothing quotes), of the verdict regions, of the
+    outcome prose and of the settings bound to the code's values."""
     failures, used, _ = check_places(claims, root)
     failures += [f"{REGISTRY}:{c.line}: {n} ({c.what}) is quoted by none of "
                  f"{', '.join(c.files)}: run --prune, or quote it"
                  for c, n in unquoted(claims, used) if not any(q[2] == n for q in c.quotes)]
-    return failures + check_verdicts(root) + check_outcomes(root)
+    return failures + check_verdicts(root) + check_outcomes(root) + check_settings(claims)
 
 
 # The pages whose result sentences are headlines: their test-labelled lines say a verdict only

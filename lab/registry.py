@@ -36,6 +36,7 @@ class Claim:
     claim: str = ""  # the declared claim a test entry's numbers come from
     line: int = 0  # its line in the registry
     quotes: tuple[tuple[str, str, str], ...] = ()  # (file, anchor, number): each quote's place
+    settings: tuple[tuple[str, str, str], ...] = ()  # (anchor, number, target): lab/settings_values
 
 
 def sections(results: str) -> dict[str, tuple[str, str]]:
@@ -107,6 +108,7 @@ def load_claims(root: Path = REPO) -> list[Claim]:
             split, what = raw["split"], raw["what"]
             sources = [tuple(item) for item in raw.get("sources", [])]
             places = tuple((f, a, signed(str(n))) for f, a, n in raw.get("quotes", []))
+            bound = tuple((a, signed(str(n)), t) for a, n, t in raw.get("settings", []))
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{where}: {error!r}; see lab/claims_table.py") from error
         if split not in SPLITS and not split.startswith(NOT_A_CLAIM):
@@ -143,7 +145,7 @@ def load_claims(root: Path = REPO) -> list[Claim]:
                              "rounded, with its sign)")
         names_ = tuple(f"{src} § {t[0]}" if t and t[0] else src for src, *t in sources)
         claims.append(Claim(files, numbers, split, what, names_, command, date, commit, claim,
-                            number, places))
+                            number, places, bound))
     return claims
 
 

@@ -100,6 +100,9 @@ def tie(file: str, root: Path = REPO) -> int:
         for old, new in moves.get(number, []):
             quotes = [[f, a, signed(str(n))] for f, a, n in raw["quotes"]]
             raw["quotes"][quotes.index(old)] = new
+            for binding in raw.get("settings", []):  # its setting binding follows the quote
+                if [binding[0], signed(str(binding[1]))] == old[1:]:
+                    binding[0] = new[1]
         rows.append(raw)
     _write_registry(path, rows)
     return sum(len(v) for v in moves.values())
@@ -120,7 +123,11 @@ def prune(root: Path = REPO) -> int:
         quotes = [q for q in raw.get("quotes", [])]
         for stale in left.get(number, []):
             quotes.remove(next(q for q in quotes if (q[0], q[1], signed(str(q[2]))) == stale))
+        places = {(a, signed(str(n))) for _, a, n in quotes}
+        settings = [b for b in raw.get("settings", []) if (b[0], signed(str(b[1]))) in places]
+        rest = {k: v for k, v in raw.items() if k != "settings"}
         if kept:
-            rows.append({**raw, "numbers": kept, **({"quotes": quotes} if quotes else {})})
+            rows.append({**rest, "numbers": kept, **({"quotes": quotes} if quotes else {}),
+                         **({"settings": settings} if settings else {})})
     _write_registry(path, rows)
     return dropped

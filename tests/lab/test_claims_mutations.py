@@ -142,3 +142,22 @@ def test_a_design_notes_registered_number_changed_fails(copy):
     assert any(f.startswith("docs/design/trainer.md:") and "0.97 has no source" in f
                for f in found)
     assert any("0.95 registered in docs/design/trainer.md" in f for f in found)
+
+
+def test_a_design_note_setting_changed_with_its_entry_fails_against_the_code(copy):
+    # page and registry agree on a ratio clip of 0.3; the code's default is 0.2
+    edit(copy, "docs/design/platform.md", "n batch mean, ratio clip 0.2",
+         "n batch mean, ratio clip 0.3")
+    registry = copy / REGISTRY
+    rows = [json.loads(line) for line in registry.read_text(encoding="utf-8").splitlines()]
+    (row,) = [r for r in rows if any(s[0] == "n batch mean, ratio clip" for s in
+                                     r.get("settings", []))]
+    row["numbers"].append("0.3")
+    for item in row["quotes"] + row["settings"]:
+        if "n batch mean, ratio clip" in item:
+            item[item.index("0.2")] = "0.3"
+    registry.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                        encoding="utf-8")
+    assert failures(copy) == [
+        "docs/design/platform.md: 0.3 after 'n batch mean, ratio clip' says "
+        "config:train.ratio_clip is 0.3, the code has 0.2"]
