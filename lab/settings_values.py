@@ -20,7 +20,11 @@ import importlib
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from functools import cache
 
+from crsp_ops.config.schema import OptionSpec, load_schema
+from crsp_ops.config.sections import SECTION_TYPES
+from crsp_ops.paths import PACKAGED_KCONFIG
 from lab.quoted_numbers import signed
 from lab.registry import NOT_A_CLAIM, REGISTRY, Claim
 
@@ -28,13 +32,14 @@ BOUND_PAGES = "docs/design/"  # pages whose setting quotes must each be bound
 _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 
 
+@cache
+def _packaged_options() -> dict[str, OptionSpec]:
+    return load_schema(PACKAGED_KCONFIG, SECTION_TYPES)
+
+
 def config_default(key: str) -> str:
     """The packaged Kconfig's default of ``key`` (``section.name``), as text."""
-    from crsp_ops.config.schema import load_schema
-    from crsp_ops.config.sections import SECTION_TYPES
-    from crsp_ops.paths import PACKAGED_KCONFIG
-
-    specs = load_schema(PACKAGED_KCONFIG, SECTION_TYPES)
+    specs = _packaged_options()
     if key not in specs:
         raise LookupError(f"no option {key!r} in {PACKAGED_KCONFIG}")
     return specs[key].default
@@ -46,12 +51,13 @@ def python_value(path: str) -> object:
     name = re.match(r"\w+", rest)
     if not module or not name:
         raise LookupError(f"{path!r} is not module:name[.attr|[index]]...")
-    value = getattr(importlib.import_module(module), name.group(0))
     tail = rest[name.end():]
-    for found in _STEP.finditer(tail):
-        value = getattr(value, found.group(1)) if found.group(1) else value[int(found.group(2))]
-    if "".join(m.group(0) for m in _STEP.finditer(tail)) != tail:
+    steps = list(_STEP.finditer(tail))
+    if "".join(m.group(0) for m in steps) != tail:
         raise LookupError(f"{path!r}: cannot read the steps {tail!r}")
+    value = getattr(importlib.import_module(module), name.group(0))
+    for found in steps:
+        value = getattr(value, found.group(1)) if found.group(1) else value[int(found.group(2))]
     return value
 
 
