@@ -22,8 +22,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import cache
 
-from crsp_ops.config.schema import OptionSpec, load_schema
-from crsp_ops.config.sections import SECTION_TYPES
+from crsp_ops.config.resolve import schema_for
+from crsp_ops.config.schema import OptionSpec
 from crsp_ops.paths import PACKAGED_KCONFIG
 from lab.quoted_numbers import signed
 from lab.registry import NOT_A_CLAIM, REGISTRY, Claim
@@ -34,7 +34,7 @@ _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 
 @cache
 def _packaged_options() -> dict[str, OptionSpec]:
-    return load_schema(PACKAGED_KCONFIG, SECTION_TYPES)
+    return schema_for(PACKAGED_KCONFIG.parent)  # the packaged declarations, checked
 
 
 def config_default(key: str) -> str:
